@@ -1,0 +1,4 @@
+"""Parse an act's text (Dziennik Ustaw PDF or ELI HTML) into articles."""
+from .model import Article, ParseError, ParsedAct
+
+__all__ = ["Article", "ParseError", "ParsedAct"]
