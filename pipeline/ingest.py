@@ -1,0 +1,207 @@
+"""Ingest: fetch (or read) an act, parse it, store it as a version, optionally embed what is new.
+
+This is the library API behind ``pipeline ingest``; the CLI only adds progress and output.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psycopg
+
+from . import store
+from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
+from .parse import ParseError, ParsedAct
+from .parse.html import parse_html
+from .parse.pdf import parse_pdf
+
+
+class IngestError(RuntimeError):
+    """An act could not be ingested; nothing of it was written."""
+
+
+@dataclass
+class IngestResult:
+    act: str
+    status: str  # new | unchanged | failed
+    version: int | None = None
+    articles: int = 0
+    chunks: int = 0
+    changes: dict[str, list[str]] = field(default_factory=dict)
+    queued: int = 0
+    embedded: int = 0
+    source_format: str | None = None
+    pages: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_text(data: bytes, fmt: str) -> ParsedAct:
+    if fmt == "pdf":
+        return parse_pdf(data)
+    if fmt == "html":
+        return parse_html(data)
+    raise ParseError(f"unknown text format {fmt!r} (expected pdf or html)")
+
+
+def sniff_format(data: bytes, name: str = "") -> str:
+    head = data[:1024].lstrip()
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    if head[:1] == b"<" or name.lower().endswith((".html", ".htm")):
+        return "html"
+    if not data.strip():
+        raise ParseError(f"{name or 'input'} is empty")
+    raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
+
+
+_FILE_ID = [
+    re.compile(r"(?P<pub>DU|MP)[_/-](?P<year>\d{4})[_/-](?P<pos>\d+)", re.I),  # DU_2025_277.pdf
+    re.compile(r"\b(?P<pub>D|M)(?P<year>\d{4})0*(?P<pos>[1-9]\d{0,3})L?j?\.(?:pdf|html?)$", re.I),  # D20250277.pdf
+    re.compile(r"acts/(?P<pub>DU|MP)/(?P<year>\d{4})/(?P<pos>\d+)/text\.(?:pdf|html)$"),  # mirror layout
+]
+
+
+def act_id_from_path(path: Path) -> ActId:
+    text = path.as_posix()
+    for pattern in _FILE_ID:
+        m = pattern.search(text)
+        if m:
+            pub = m.group("pub").upper()
+            pub = {"D": "DU", "M": "MP"}.get(pub, pub)
+            return parse_act_id(f"{pub}/{m.group('year')}/{int(m.group('pos'))}")
+    raise IngestError(f"cannot tell the act of {path.name} from its name; pass --act DU/YYYY/POS")
+
+
+def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:
+    """meta.json beside the file when there is one (mirror layout), else a minimal record."""
+    beside = path.parent / "meta.json"
+    if beside.is_file():
+        try:
+            meta = json.loads(beside.read_text(encoding="utf-8"))
+            if meta.get("ELI") == str(act_id):
+                return meta
+        except ValueError:
+            pass
+    return {"ELI": str(act_id), "publisher": act_id.publisher, "year": act_id.year, "pos": act_id.pos,
+            "title": parsed.title, "_provenance": f"local file {path.name}"}
+
+
+def ingest_document(
+    conn: psycopg.Connection,
+    meta: dict,
+    data: bytes,
+    fmt: str,
+    *,
+    model: str | None,
+    max_chars: int,
+    overlap: int,
+    parsed: ParsedAct | None = None,
+) -> IngestResult:
+    """Parse (unless given) and store one text; raises ParseError before anything is written."""
+    t0 = time.perf_counter()
+    parsed = parsed or parse_text(data, fmt)
+    if not parsed.articles:
+        raise ParseError(f"{meta.get('ELI')}: no articles found in the {fmt.upper()} text")
+    stored = store.store_version(conn, meta, parsed, source_sha256=hashlib.sha256(data).hexdigest(),
+                                 model=model, max_chars=max_chars, overlap=overlap)
+    return IngestResult(
+        act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
+        chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,
+        pages=parsed.pages, seconds=time.perf_counter() - t0, warnings=parsed.warnings,
+    )
+
+
+def ingest_act(
+    conn: psycopg.Connection,
+    url: str,
+    act: str,
+    *,
+    model: str | None,
+    archive_dir: Path,
+    source_dir: Path | None = None,
+    offline: bool = False,
+    client: EliClient | None = None,
+    max_chars: int = 1200,
+    overlap: int = 200,
+    progress: Callable[[str], None] | None = None,
+) -> IngestResult:
+    """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs."""
+    t0 = time.perf_counter()
+    try:
+        act_id = parse_act_id(act)
+    except FetchError as exc:
+        return IngestResult(act=act, status="failed", error=str(exc))
+    source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
+    run_id = store.start_run(url, str(act_id), source)
+    try:
+        fetched = fetch_act(act_id, client=client, archive_dir=archive_dir, offline=offline,
+                            source_dir=source_dir, progress=progress)
+        if progress:
+            progress(f"{act_id}: parsing {fetched.format.upper()}")
+        result = ingest_document(conn, fetched.meta, fetched.text, fetched.format,
+                                 model=model, max_chars=max_chars, overlap=overlap)
+    except (FetchError, ParseError, IngestError, ValueError) as exc:
+        conn.rollback()
+        result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
+    result.seconds = time.perf_counter() - t0
+    store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
+                     version_id=_version_id(conn, result))
+    return result
+
+
+def ingest_file(
+    conn: psycopg.Connection,
+    url: str,
+    path: Path,
+    *,
+    act: str | None,
+    model: str | None,
+    max_chars: int = 1200,
+    overlap: int = 200,
+) -> IngestResult:
+    t0 = time.perf_counter()
+    label = act or path.name
+    try:
+        act_id = parse_act_id(act) if act else act_id_from_path(path)
+        label = str(act_id)
+    except (FetchError, IngestError) as exc:
+        return IngestResult(act=label, status="failed", error=str(exc))
+    run_id = store.start_run(url, str(act_id), str(path))
+    try:
+        data = path.read_bytes()
+        fmt = sniff_format(data, path.name)
+        parsed = parse_text(data, fmt)
+        meta = local_meta(path, act_id, parsed)
+        result = ingest_document(conn, meta, data, fmt, model=model, max_chars=max_chars, overlap=overlap,
+                                 parsed=parsed)
+    except (OSError, ParseError, IngestError, ValueError) as exc:
+        conn.rollback()
+        result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
+    result.seconds = time.perf_counter() - t0
+    store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
+                     version_id=_version_id(conn, result))
+    return result
+
+
+def _version_id(conn: psycopg.Connection, result: IngestResult) -> int | None:
+    if result.version is None:
+        return None
+    row = conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
+                       (result.act, result.version)).fetchone()
+    conn.rollback()
+    return row[0] if row else None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,201 @@
+"""Store an act's parsed text as a version: acts row, version, articles, chunks, embedding work.
+
+One transaction per version, under an advisory lock on the act: a version that is visible is
+complete, and two ingests of one act at once end with one version, not two.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from . import chunk as chunking
+from .parse.model import Article, ParsedAct
+
+
+@dataclass
+class StoredVersion:
+    eli: str
+    status: str  # "new" | "unchanged"
+    version_id: int
+    version_no: int
+    articles: int
+    chunks: int
+    changes: dict[str, list[str]] = field(default_factory=dict)
+    queued: int = 0  # chunk texts newly waiting for an embedding
+
+
+def _date(value: Any) -> dt.date | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return dt.date.fromisoformat(value[:10])
+    except ValueError:
+        return None
+
+
+def base_eli(meta: dict) -> str:
+    """The act a consolidated text belongs to ("Tekst jednolity dla aktu"), else the act itself."""
+    refs = (meta.get("references") or {}).get("Tekst jednolity dla aktu") or []
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("id"):
+            return str(ref["id"])
+    return str(meta["ELI"])
+
+
+def valid_from(meta: dict) -> dt.date | None:
+    """From when a text states the law: a consolidated text's legal status date, else entry into force."""
+    for key in ("legalStatusDate", "entryIntoForce", "validFrom", "announcementDate", "promulgation"):
+        if d := _date(meta.get(key)):
+            return d
+    return None
+
+
+def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
+    conn.execute(
+        """
+        INSERT INTO acts (eli, publisher, year, pos, title, act_type, status, in_force, base_eli,
+                          announcement_date, promulgation_date, legal_status_date, entry_into_force,
+                          expiration_date, meta, updated_at)
+        VALUES (%(eli)s, %(publisher)s, %(year)s, %(pos)s, %(title)s, %(type)s, %(status)s, %(in_force)s,
+                %(base)s, %(ann)s, %(prom)s, %(lsd)s, %(eif)s, %(exp)s, %(meta)s, now())
+        ON CONFLICT (eli) DO UPDATE SET
+            title = EXCLUDED.title, act_type = EXCLUDED.act_type, status = EXCLUDED.status,
+            in_force = EXCLUDED.in_force, base_eli = EXCLUDED.base_eli,
+            announcement_date = EXCLUDED.announcement_date, promulgation_date = EXCLUDED.promulgation_date,
+            legal_status_date = EXCLUDED.legal_status_date, entry_into_force = EXCLUDED.entry_into_force,
+            expiration_date = EXCLUDED.expiration_date, meta = EXCLUDED.meta, updated_at = now()
+        """,
+        {
+            "eli": meta["ELI"], "publisher": meta.get("publisher"), "year": meta.get("year"),
+            "pos": meta.get("pos"), "title": meta.get("title"), "type": meta.get("type"),
+            "status": meta.get("status"), "in_force": meta.get("inForce"), "base": base_eli(meta),
+            "ann": _date(meta.get("announcementDate")), "prom": _date(meta.get("promulgation")),
+            "lsd": _date(meta.get("legalStatusDate")), "eif": _date(meta.get("entryIntoForce")),
+            "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta),
+        },
+    )
+
+
+def _lock_key(eli: str) -> int:
+    return int.from_bytes(hashlib.sha256(eli.encode()).digest()[:8], "big", signed=True)
+
+
+def store_version(
+    conn: psycopg.Connection,
+    meta: dict,
+    parsed: ParsedAct,
+    *,
+    source_sha256: str,
+    model: str | None,
+    max_chars: int = chunking.DEFAULT_MAX_CHARS,
+    overlap: int = chunking.DEFAULT_OVERLAP,
+) -> StoredVersion:
+    """Store ``parsed`` as the next version of the act unless its text equals the latest version's.
+
+    Runs in its own transaction on ``conn``. ``model`` (an embedding model name) gets queue entries
+    for chunk texts that have no embedding yet; None leaves embedding to a later ``pipeline embed``.
+    """
+    eli = meta["ELI"]
+    articles = parsed.articles
+    text_hash = chunking.text_sha256(articles)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(eli),))
+        upsert_act(conn, meta)
+        latest = conn.execute(
+            "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
+            "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",
+            (eli,),
+        ).fetchone()
+        if latest and latest[2] == text_hash:
+            return StoredVersion(eli, "unchanged", latest[0], latest[1], latest[3], latest[4])
+
+        chunks_by_article = [
+            chunking.chunk_article(a, meta.get("title") or "", max_chars=max_chars, overlap=overlap) for a in articles
+        ]
+        n_chunks = sum(len(c) for c in chunks_by_article)
+        changes = _changes(conn, latest[0], articles) if latest else {}
+        version_no = (latest[1] + 1) if latest else 1
+        version_id = conn.execute(
+            """
+            INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
+                                      valid_from, article_count, chunk_count, changes)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING version_id
+            """,
+            (eli, version_no, base_eli(meta), parsed.source_format, source_sha256, text_hash,
+             valid_from(meta), len(articles), n_chunks, Jsonb(changes)),
+        ).fetchone()[0]
+
+        with conn.cursor().copy(
+            "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
+        ) as copy:
+            for ordinal, a in enumerate(articles, start=1):
+                copy.write_row((version_id, ordinal, a.number, a.heading_path, a.repealed, a.text, _sha(a.text)))
+        ids = dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s", (version_id,)).fetchall())
+        with conn.cursor().copy(
+            "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, content_sha256) "
+            "FROM STDIN"
+        ) as copy:
+            for ordinal, (a, parts) in enumerate(zip(articles, chunks_by_article), start=1):
+                for c in parts:
+                    copy.write_row((ids[ordinal], version_id, c.article, c.part, c.part_count, a.repealed,
+                                    c.text, c.embed_text, c.content_sha256))
+        queued = enqueue_version(conn, version_id, model) if model else 0
+    return StoredVersion(eli, "new", version_id, version_no, len(articles), n_chunks, changes, queued)
+
+
+def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> int:
+    """Queue chunk texts of a version that have no embedding for ``model``; returns how many were queued."""
+    cur = conn.execute(
+        """
+        INSERT INTO embedding_queue (content_sha256, model)
+        SELECT DISTINCT c.content_sha256, %(model)s FROM chunks c
+        WHERE c.version_id = %(v)s
+          AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(model)s)
+        ON CONFLICT DO NOTHING
+        """,
+        {"model": model, "v": version_id},
+    )
+    return cur.rowcount
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Article]) -> dict[str, list[str]]:
+    """Articles added, changed (text differs) and removed relative to the previous version."""
+    old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s", (previous_version,)).fetchall())
+    new = {a.number: _sha(a.text) for a in articles}
+    return {
+        "added": [n for n in new if n not in old],
+        "changed": [n for n in new if n in old and old[n] != new[n]],
+        "removed": [n for n in old if n not in new],
+    }
+
+
+# --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------
+
+def start_run(url: str, eli: str | None, source: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            "INSERT INTO ingest_runs (eli, source, host, pid) VALUES (%s, %s, %s, %s) RETURNING run_id",
+            (eli, source, socket.gethostname(), os.getpid()),
+        ).fetchone()[0]
+
+
+def finish_run(url: str, run_id: int, status: str, *, version_id: int | None = None, message: str | None = None,
+               stats: dict | None = None) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE ingest_runs SET finished_at = now(), status = %s, version_id = %s, message = %s, stats = %s "
+            "WHERE run_id = %s",
+            (status, version_id, message, Jsonb(json.loads(json.dumps(stats or {}, default=str))), run_id),
+        )

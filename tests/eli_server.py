@@ -1,0 +1,189 @@
+"""A loopback HTTP server that serves a mirror directory in the ELI API's URL layout.
+
+It serves the mirror's real files byte for byte; it is a stand-in only for faults, which tests
+queue per path::
+
+    with start_mirror_server(Path("/work/shared/eli")) as server:
+        server.inject("/acts/DU/2025/277", [Fault.status(503), Fault.status(503)])
+        EliClient(server.url, min_interval=0).meta("DU/2025/277")   # 503, 503, then the real file
+        assert server.count("/acts/DU/2025/277") == 3
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+_ROUTE = re.compile(r"/acts/(DU|MP)/(\d{4})/(\d{1,6})(?:/(text\.pdf|text\.html|struct|references))?")
+_FILES = {None: "meta.json", "text.pdf": "text.pdf", "text.html": "text.html",
+          "struct": "struct.json", "references": "references.json"}
+_TYPES = {".json": "application/json", ".pdf": "application/pdf", ".html": "text/html; charset=utf-8"}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One misbehaviour, used for one request to its path."""
+
+    kind: str  # "status" | "slow" | "truncated" | "invalid_json" | "empty"
+    code: int = 0
+    retry_after: str | None = None
+    seconds: float = 0.0
+
+    @classmethod
+    def status(cls, code: int, retry_after: float | str | None = None) -> Fault:
+        return cls("status", code=code, retry_after=None if retry_after is None else str(retry_after))
+
+    @classmethod
+    def not_found(cls) -> Fault:
+        return cls.status(404)
+
+    @classmethod
+    def slow(cls, seconds: float) -> Fault:
+        """Sleep before answering normally (a client with a shorter timeout gives up first)."""
+        return cls("slow", seconds=seconds)
+
+    @classmethod
+    def truncated(cls) -> Fault:
+        """Declare the real Content-Length, send half the body, close the connection."""
+        return cls("truncated")
+
+    @classmethod
+    def invalid_json(cls) -> Fault:
+        """200 with a JSON content type and a body that is not JSON (like a WAF page)."""
+        return cls("invalid_json")
+
+    @classmethod
+    def empty(cls) -> Fault:
+        """200 with an empty body."""
+        return cls("empty")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        fault = self.server.mirror.record(path, dict(self.headers.items()))
+        try:
+            self._answer(path, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout); nothing to do
+
+    def _answer(self, path: str, fault: Fault | None) -> None:
+        if fault is not None and fault.kind == "slow":
+            time.sleep(fault.seconds)
+        if fault is not None and fault.kind == "status":
+            body = json.dumps({"status": fault.code, "message": "injected fault"}).encode()
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            return self._send(fault.code, body, "application/json", headers)
+        if fault is not None and fault.kind == "invalid_json":
+            return self._send(200, b"<html><body>Request rejected</body></html>", "application/json")
+        if fault is not None and fault.kind == "empty":
+            return self._send(200, b"", "text/html; charset=utf-8")
+
+        found = self._resolve(path)
+        if found is None:
+            return self._send(404, b'{"status":404,"message":"Not Found"}', "application/json")
+        body, ctype = found
+        if fault is not None and fault.kind == "truncated":
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self._send(200, body, ctype)
+
+    def _resolve(self, path: str) -> tuple[bytes, str] | None:
+        m = _ROUTE.fullmatch(path)
+        if m is None:
+            return None
+        act = self.server.mirror.root / "acts" / m.group(1) / m.group(2) / m.group(3)
+        file = act / _FILES[m.group(4)]
+        if file.is_file():
+            return file.read_bytes(), _TYPES[file.suffix]
+        if m.group(4) == "text.html" and (act / "meta.json").is_file():
+            # The real API answers 200 with 0 bytes on text.html of an act whose textHTML is false.
+            if not json.loads((act / "meta.json").read_bytes()).get("textHTML"):
+                return b"", _TYPES[".html"]
+        return None
+
+    def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    mirror: MirrorServer
+
+
+class MirrorServer:
+    """The running server: ``url``, ``inject()``, ``count()``, ``requests``, ``close()``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._faults: dict[str, deque[Fault]] = {}
+        self._counts: Counter[str] = Counter()
+        self.requests: list[tuple[str, dict[str, str]]] = []  # (path, headers) in arrival order
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.mirror = self
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def inject(self, path: str, faults: list[Fault]) -> None:
+        """Queue faults for ``path`` (e.g. "/acts/DU/2025/277"); each request uses up one."""
+        with self._lock:
+            self._faults.setdefault(path.rstrip("/"), deque()).extend(faults)
+
+    def count(self, path: str) -> int:
+        with self._lock:
+            return self._counts[path.rstrip("/")]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._counts.clear()
+            self.requests.clear()
+
+    def record(self, path: str, headers: dict[str, str]) -> Fault | None:
+        with self._lock:
+            self._counts[path] += 1
+            self.requests.append((path, headers))
+            queue = self._faults.get(path)
+            return queue.popleft() if queue else None
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> MirrorServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_mirror_server(root: Path) -> MirrorServer:
+    """Serve ``root`` (a mirror in the acts/{pub}/{year}/{pos}/ layout) on 127.0.0.1, a free port."""
+    return MirrorServer(root)
