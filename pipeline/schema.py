@@ -33,6 +33,11 @@ def current_revision(conn: psycopg.Connection) -> str | None:
 
 def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(_config(url), revision)
+    if revision == "head":
+        from . import thesaurus
+
+        with psycopg.connect(url) as conn:  # data, not schema: re-read the file on every upgrade
+            thesaurus.sync(conn)
 
 
 def downgrade(url: str, revision: str) -> None:

@@ -42,7 +42,7 @@ DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, po
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SQL_FILE = Path(__file__).resolve().parents[1] / "sql" / "polish_fts.sql"
 # Bump when the conversion changes, so installed files are rewritten.
-_CONVERTER_VERSION = "1"
+_CONVERTER_VERSION = "2"
 
 
 def hunspell_source() -> tuple[Path, Path]:
@@ -133,7 +133,9 @@ def write_dictionary_files(dest: Path) -> bool:
     dict_text, affix_text = convert_hunspell(dic.read_text("utf-8"), aff.read_text("utf-8"))
     _write_atomic(targets[0], dict_text.encode("utf-8"))
     _write_atomic(targets[1], affix_text.encode("utf-8"))
-    _write_atomic(targets[2], stop.read_bytes())
+    # PostgreSQL binary-searches stop lists, so they must be in byte order.
+    stop_words = sorted({w.strip() for w in stop.read_text("utf-8").splitlines() if w.strip()}, key=str.encode)
+    _write_atomic(targets[2], ("\n".join(stop_words) + "\n").encode("utf-8"))
     _write_atomic(stamp, (stamp_value + "\n").encode())  # last: marks the set complete
     return True
 

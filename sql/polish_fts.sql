@@ -17,14 +17,20 @@ DECLARE
 BEGIN
     -- A subtransaction: a missing or broken file rolls back only the dictionary, not the caller.
     BEGIN
+        -- ispell checks stop words against its output (base forms), so "mam" -> "mama" would
+        -- slip through; a simple dictionary with Accept = false drops stop words as typed.
+        IF NOT EXISTS (SELECT 1 FROM pg_ts_dict
+                       WHERE dictname = 'polish_stop' AND dictnamespace = schema_oid) THEN
+            EXECUTE format('CREATE TEXT SEARCH DICTIONARY polish_stop '
+                           '(TEMPLATE = simple, StopWords = %I, Accept = false)', dict_file);
+        END IF;
         IF NOT EXISTS (SELECT 1 FROM pg_ts_dict
                        WHERE dictname = 'polish_ispell' AND dictnamespace = schema_oid) THEN
             EXECUTE format('CREATE TEXT SEARCH DICTIONARY polish_ispell '
-                           '(TEMPLATE = ispell, DictFile = %I, AffFile = %I, StopWords = %I)',
-                           dict_file, dict_file, dict_file);
+                           '(TEMPLATE = ispell, DictFile = %I, AffFile = %I)', dict_file, dict_file);
         END IF;
         -- Loads the files in this backend: an existing dictionary whose files vanished fails here.
-        PERFORM ts_lexize('polish_ispell', 'urlopu');
+        PERFORM ts_lexize('polish_stop', 'urlopu'), ts_lexize('polish_ispell', 'urlopu');
         ispell_ok := true;
     EXCEPTION WHEN OTHERS THEN
         RAISE NOTICE 'polish text search: ispell dictionary unavailable (%), using simple', SQLERRM;
@@ -39,7 +45,7 @@ BEGIN
     IF ispell_ok THEN
         ALTER TEXT SEARCH CONFIGURATION polish
             ALTER MAPPING FOR asciiword, word, asciihword, hword, hword_asciipart, hword_part
-            WITH polish_ispell, pg_catalog.simple;
+            WITH polish_stop, polish_ispell, pg_catalog.simple;
     ELSE
         ALTER TEXT SEARCH CONFIGURATION polish
             ALTER MAPPING FOR asciiword, word, asciihword, hword, hword_asciipart, hword_part

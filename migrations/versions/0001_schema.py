@@ -149,13 +149,15 @@ DROP TABLE IF EXISTS ingest_runs, embedding_queue, embeddings, embedding_models,
 
 
 def upgrade() -> None:
-    fts = SQL_DIR / "polish_fts.sql"
-    op.execute(fts.read_text() if fts.exists() else "CREATE TEXT SEARCH CONFIGURATION polish (COPY = pg_catalog.simple)")  # TEMP
+    op.execute((SQL_DIR / "polish_fts.sql").read_text())
     op.execute(TABLES)
     op.execute((SQL_DIR / "views.sql").read_text())
 
 
 def downgrade() -> None:
     op.execute(DROP)
-    # The text search configuration and extension are left: other databases' objects may use them,
-    # and dropping `vector` would take user tables with it.
+    op.execute("DROP FUNCTION IF EXISTS polish_or_query(text)")
+    op.execute("DROP TEXT SEARCH CONFIGURATION IF EXISTS polish")
+    op.execute("DROP TEXT SEARCH DICTIONARY IF EXISTS polish_ispell")
+    op.execute("DROP TEXT SEARCH DICTIONARY IF EXISTS polish_stop")
+    # The `vector` extension stays: dropping it would take any user table with a vector column along.

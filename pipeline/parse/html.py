@@ -30,7 +30,7 @@ _SUP_LETTERS = re.compile(r"\^(\d+)\^([a-ząćęłńóśźż]+)")  # 22<sup>1</s
 _REPEALED = re.compile(r"\((?:uchylony|uchylona|uchylone)\)\.?")
 _CONSOLIDATED_TYPE = "obwieszczenie"
 _BREAK = "\x1e"  # a line break made by the markup; source newlines are plain whitespace
-_SPLIT = "\ue000"  # (private-use: not whitespace) starts a line holding an article label found inside running text
+_SPLIT = "\ue000"  # starts a line with an article label found in running text (private use: not whitespace)
 _EMBEDDED_LABEL = re.compile(r"Art\.\s*\d+[a-z]*\.")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _SHORT_WORDS = frozenset({"po", "do", "na", "we", "ze", "od", "ku"})  # words, not number suffixes
@@ -62,9 +62,7 @@ class _Renderer:
                 self.glue = False
 
     def block(self) -> None:
-        if self.glue:
-            self.glue = False
-        else:
+        if not self.glue:  # glue holds until real text arrives: labels are followed by nested blocks
             self.parts.append(_BREAK)
 
     def attach(self, s: str) -> None:
@@ -92,8 +90,8 @@ class _Renderer:
             self.text("^" + "".join(inline_text(el).split()))
         elif tag == "br":
             self.parts.append(_BREAK)
-        elif tag == "b" and self.find_articles and _EMBEDDED_LABEL.fullmatch(" ".join(inline_text(el).split())):
-            self.parts.append(_BREAK + _SPLIT + " ".join(inline_text(el).split()) + " ")
+        elif tag == "b" and self.find_articles and _EMBEDDED_LABEL.fullmatch(label := inline_text(el)):
+            self.parts.append(_BREAK + _SPLIT + label + " ")
         elif "unit" in cls and tag == "div":
             self.unit(el, cls)
         elif "cite-box" in cls:
@@ -111,7 +109,7 @@ class _Renderer:
         for child in el:
             self.node(child)
             tail = child.tail
-            if tail and child.tag in ("sup", "SUP") and _space_after_sup(tail):
+            if tail and child.tag == "sup" and _space_after_sup(tail):
                 tail = " " + tail
             self.text(tail)
 
@@ -358,9 +356,10 @@ def _merge_versions(articles: list[Article], warnings: list[str]) -> list[Articl
 
 def _load(data: bytes) -> tuple[etree._Element, list[str]]:
     warnings: list[str] = []
-    if not data or not data.strip():
+    head = data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not head:
         raise ParseError("empty HTML document (the act may have no HTML text)")
-    if not data.lstrip()[:1] == b"<" or b"\x00" in data[:4096]:
+    if not head.startswith(b"<") or b"\x00" in head[:4096]:
         raise ParseError("not an HTML document")
     try:
         data.decode("utf-8")

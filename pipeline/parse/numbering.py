@@ -3,21 +3,30 @@ from __future__ import annotations
 
 import re
 
-_CANONICAL = re.compile(r"^(\d+)(?:\^(\d+))?([a-z]{0,3})$")
+# Letter suffixes are Polish letters ("95ł" exists), ordered as the Polish alphabet.
+_ALPHABET = "aąbcćdeęfghijklłmnńoóprsśtuvwxyzźż"
+_LETTERS = f"[{_ALPHABET}]{{0,3}}"
+_CANONICAL = re.compile(rf"^(\d+)({_LETTERS})(?:\^(\d+))?({_LETTERS})$")
+
+Key = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 
 
-def parse_number(number: str) -> tuple[int, int, str]:
-    """``"151^1"`` -> ``(151, 1, "")``; ``"22^1c"`` -> ``(22, 1, "c")``; ``"19a"`` -> ``(19, 0, "a")``."""
+def parse_number(number: str) -> tuple[int, str, int, str]:
+    """``"151^1"`` -> ``(151, "", 1, "")``; ``"22^1c"`` -> ``(22, "", 1, "c")``; ``"3a^1"`` -> ``(3, "a", 1, "")``."""
     m = _CANONICAL.match(number)
     if not m:
         raise ValueError(f"not a canonical article number: {number!r}")
-    return int(m.group(1)), int(m.group(2) or 0), m.group(3)
+    return int(m.group(1)), m.group(2), int(m.group(3) or 0), m.group(4)
 
 
-def sort_key(number: str) -> tuple[int, int, str]:
-    """Order of articles as they appear in an act (151 < 151^1 < 151^1a < 151^2 < 152)."""
-    base, sup, letter = parse_number(number)
-    return base, sup, letter
+def sort_key(number: str) -> Key:
+    """Order of articles as they appear in an act (151 < 151^1 < 151^1a < 151^2 < 152; 3 < 3a < 3a^1 < 3b)."""
+    base, letter, sup, suffix = parse_number(number)
+    return base, _letters(letter), sup, _letters(suffix)
+
+
+def _letters(text: str) -> tuple[int, ...]:
+    return tuple(_ALPHABET.index(c) for c in text)
 
 
 def check_sequence(numbers: list[str]) -> list[str]:
@@ -27,7 +36,7 @@ def check_sequence(numbers: list[str]) -> list[str]:
     articles (151^1, 19a) are never gaps. Returns human-readable messages; empty = fine.
     """
     problems: list[str] = []
-    previous: tuple[int, int, str] | None = None
+    previous: Key | None = None
     for number in numbers:
         try:
             key = sort_key(number)
@@ -43,6 +52,7 @@ def check_sequence(numbers: list[str]) -> list[str]:
     return problems
 
 
-def _fmt(key: tuple[int, int, str]) -> str:
-    base, sup, letter = key
-    return f"{base}" + (f"^{sup}" if sup else "") + letter
+def _fmt(key: Key) -> str:
+    base, letter, sup, suffix = key
+    spell = lambda idx: "".join(_ALPHABET[i] for i in idx)  # noqa: E731
+    return f"{base}{spell(letter)}" + (f"^{sup}" if sup else "") + spell(suffix)

@@ -17,7 +17,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
 from pipeline.parse.model import Article, ParsedAct, ParseError
-from pipeline.parse.text import join_hyphenated, normalize_spaces
+from pipeline.parse.text import join_hyphenated, join_lines, normalize_spaces
 
 # pypdf logs every recoverable oddity of a PDF as a warning; they are noise here.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -185,9 +185,13 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
     def flush_sup() -> None:
         sup = "".join(sup_run).strip()
         sup_run.clear()
-        # Footnote markers ("1)", "2), 3)") are dropped along with the footnotes.
-        if sup and not _FOOTNOTE_MARK.match(sup):
-            parts.append("^" + sup.replace(" ", ""))
+        if not "".join(parts).strip():
+            # A raised label opening a line is a footnote's own number (quoted in an amendment).
+            parts.append(sup + " ")
+        elif not _FOOTNOTE_MARK.match(sup):
+            # Footnote markers ("1)", "2), 3)") are dropped along with the footnotes.
+            # Some texts print the superscript in brackets ("479[88a]").
+            parts.append("^" + sup.replace(" ", "").removeprefix("[").removesuffix("]"))
 
     for t in group:
         if t.sup and t.text.strip():
@@ -279,9 +283,11 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
             for n in _repealed_unit_articles(text):
                 add(n, f"Art. {n}. (uchylony)")
             continue
-        if title_open and not _ART.match(text):
+        if title_open and not _ART.match(text) and not _ART_RANGE.match(text):
             gone = _repealed_unit_articles(text)
-            if line.bold or gone or text.startswith("(oznaczenie"):
+            if text.startswith("(oznaczenie"):
+                continue  # "(oznaczenie oraz tytuł rozdziału I – uchylone)": nothing to keep
+            if line.bold or gone:
                 # Title line(s) or a "(zawierający art. … – uchylony)" note under the heading label.
                 headings[-1] = (headings[-1][0], f"{headings[-1][1]} {text}")
                 for n in gone:
@@ -314,8 +320,8 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
     result: list[Article] = []
     for block in blocks:
         text = join_hyphenated(block.lines)
-        body_text = text.split(".", 1)[1] if "." in text else ""
-        gone = bool(_REPEALED.match(body_text.strip()))
+        label = _ART.match(text) or _ART_RANGE.match(text)
+        gone = bool(label and _REPEALED.match(text[label.end():].strip()))
         if result and result[-1].number == block.number:
             # Consolidated texts print an article twice when an amendment is pending:
             # the version in force, then the future one. Keep both in one article.
@@ -375,10 +381,12 @@ def _append(block: _Block, line: _Line, paragraph_gap: float) -> None:
 
 
 def _title(lines: list[_Line]) -> str | None:
-    """The act's title: the centred lines before its first heading or article."""
+    """The act's title: "USTAWA", "z dnia …" and the bold title lines before the first article."""
     parts: list[str] = []
     for line in lines[:12]:
-        if _ART.match(line.text) or _HEADING.match(line.text) or line.x < 120:
+        if _ART.match(line.text) or _HEADING.match(line.text):
+            break
+        if not (line.bold or line.text.startswith("z dnia")):
             break
         parts.append(line.text)
-    return normalize_spaces(" ".join(parts)) or None
+    return join_lines(parts) or None

@@ -1,0 +1,68 @@
+"""Retrieval: embed the question, call the SQL function search_chunks() where the data lives."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+
+import psycopg
+
+from .embedders import Embedder
+from .fetch import parse_act_id
+
+MODES = ("hybrid", "vector", "text")
+
+
+@dataclass
+class Hit:
+    chunk_id: int
+    act: str  # ELI id, e.g. DU/2025/277
+    act_title: str | None
+    article: str  # canonical, e.g. 151^1
+    part: int
+    text: str
+    similarity: float | None
+    text_score: float | None
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def search(
+    conn: psycopg.Connection,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    k: int = 5,
+    mode: str = "hybrid",
+    acts: list[str] | None = None,
+    as_of: dt.date | None = None,
+    include_repealed: bool = False,
+    rrf_k: int = 60,
+    vector_weight: float = 1.0,
+    text_weight: float = 1.0,
+) -> list[Hit]:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    if not query.strip():
+        raise ValueError("the question is empty")
+    eli_ids = [str(parse_act_id(a)) for a in acts] if acts else None
+    vector = None
+    model = None
+    if mode != "text":
+        if embedder is None:
+            raise ValueError(f"{mode} search needs an embedder")
+        vector = embedder.embed_query(query)
+        model = embedder.name
+    rows = conn.execute(
+        """
+        SELECT * FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+                                    %(rrf_k)s, %(vw)s, %(tw)s)
+        """,
+        {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
+         "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight},
+    ).fetchall()
+    conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
+    return [Hit(*row) for row in rows]
