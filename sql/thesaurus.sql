@@ -8,15 +8,23 @@ CREATE TABLE IF NOT EXISTS thesaurus (
     PRIMARY KEY (term, expansion)
 );
 
--- The full-text query for a question: OR of the base forms of its words, plus the expansions of
--- every thesaurus term whose base forms all occur in it ("mama" -> "osoba bliska").
-CREATE OR REPLACE FUNCTION search_tsquery(q text) RETURNS tsquery
+-- The words a question is searched with: base forms of its words, plus the expansions of every
+-- thesaurus term whose base forms all occur in it ("mama" -> "osoba bliska").
+CREATE OR REPLACE FUNCTION search_terms(q text) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT polish_or_query(concat_ws(' ', q, (
+    SELECT tsvector_to_array(to_tsvector('polish', concat_ws(' ', q, (
         SELECT string_agg(t.expansion, ' ')
         FROM thesaurus t
         WHERE to_tsvector('polish', q) @@ plainto_tsquery('polish', t.term)
-    )))
+    ))))
 $$;
-COMMENT ON FUNCTION search_tsquery(text) IS
-    'Polish OR-query of a question''s base forms, expanded with the colloquial-to-statutory thesaurus.';
+COMMENT ON FUNCTION search_terms(text) IS
+    'Base forms of a question''s words, expanded with the colloquial-to-statutory thesaurus.';
+
+-- OR of the search terms (websearch_to_tsquery ANDs every word: natural questions match nothing).
+-- NULL when the question has no searchable word.
+CREATE OR REPLACE FUNCTION search_tsquery(q text) RETURNS tsquery
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT string_agg(quote_literal(term), ' | ')::tsquery FROM unnest(search_terms(q)) AS term
+$$;
+COMMENT ON FUNCTION search_tsquery(text) IS 'OR-query of search_terms(q), for @@ against chunks.tsv.';

@@ -1,4 +1,4 @@
-"""Hybrid search: thesaurus, search_tsquery(), search_chunks().
+"""Hybrid search: thesaurus, search_terms()/search_tsquery(), BM25 statistics, search_chunks().
 
 Revision ID: 0002
 Revises: 0001
@@ -27,5 +27,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date, boolean, text, "
                "integer, double precision, double precision, integer)")
+    op.execute("DROP FUNCTION IF EXISTS refresh_search_stats()")
+    op.execute("DROP MATERIALIZED VIEW IF EXISTS corpus_stats, lexeme_stats")
     op.execute("DROP FUNCTION IF EXISTS search_tsquery(text)")
+    op.execute("DROP FUNCTION IF EXISTS search_terms(text)")
     op.execute("DROP TABLE IF EXISTS thesaurus")

