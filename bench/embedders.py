@@ -18,8 +18,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
@@ -59,7 +59,8 @@ def synthetic_sentences(n: int) -> list[str]:
         "nałożyć karę pieniężną w drodze decyzji administracyjnej",
         "wnieść odwołanie do sądu pracy w terminie 21 dni od dnia doręczenia pisma",
     ]
-    when = ["", " w terminie 14 dni", " niezwłocznie", " na wniosek strony", " po zasięgnięciu opinii właściwego ministra"]
+    when = ["", " w terminie 14 dni", " niezwłocznie", " na wniosek strony",
+            " po zasięgnięciu opinii właściwego ministra"]
     rng = random.Random(0)
     return [f"{rng.choice(who)} {rng.choice(must)} {rng.choice(what)}{rng.choice(when)}." for _ in range(n)]
 

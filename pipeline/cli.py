@@ -379,3 +379,240 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
         click.echo(" / ".join(found["heading_path"]))
     click.echo()
     click.echo(found["text"])
+
+
+# --- search / ask --------------------------------------------------------------------------------
+
+def _search_options(fn: Callable) -> Callable:
+    fn = click.option("--act", "acts", multiple=True, metavar="ID", help="Only these acts (repeatable).")(fn)
+    fn = click.option("--as-of", type=click.DateTime(formats=["%Y-%m-%d"]), help="Texts in force on this date.")(fn)
+    fn = click.option("--include-repealed", is_flag=True, help="Also search repealed (uchylone) articles.")(fn)
+    fn = click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many articles.")(fn)
+    return fn
+
+
+def _run_search(conn: Any, query: str, *, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
+                include_repealed: bool, embedder: Any = None) -> list:
+    from . import search
+
+    if mode != "text" and embedder is None:
+        embedder = _embedder()
+    try:
+        return search.search(conn, query, embedder, k=k, mode=mode, acts=list(acts) or None,
+                             as_of=as_of.date() if as_of else None, include_repealed=include_repealed)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@main.command("search")
+@click.argument("query")
+@_search_options
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text"]), default="hybrid", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable hits.")
+@friendly
+def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any, include_repealed: bool,
+               as_json: bool) -> None:
+    """Find the articles that answer QUERY (Polish full text + vectors, fused in SQL)."""
+    _, conn = _open_db()
+    hits = _run_search(conn, query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
+    conn.close()
+    if as_json:
+        _emit_json([h.to_dict() for h in hits])
+        return
+    if not hits:
+        click.echo("No matching articles.", err=True)
+        return
+    for i, h in enumerate(hits, start=1):
+        sim = f"{h.similarity:.3f}" if h.similarity is not None else "-"
+        bm25 = f"{h.text_score:.2f}" if h.text_score is not None else "-"
+        part = f" (part {h.part})" if h.part > 1 else ""
+        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  "
+                   f"vector {sim} (#{h.vector_rank or '-'})  text {bm25} (#{h.text_rank or '-'})")
+        click.echo(f"    {_snippet(h.text)}")
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@main.command("ask")
+@click.argument("question")
+@_search_options
+@click.option("--rewrite", is_flag=True, help="First let the model rewrite the question in statutory language.")
+@click.option("--offline", is_flag=True, help="Never call a model: answer with the most relevant cited sentences.")
+@click.option("--no-stream", is_flag=True, help="Print the answer at once instead of as it is written.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable answer.")
+@friendly
+def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_repealed: bool, rewrite: bool,
+            offline: bool, no_stream: bool, as_json: bool) -> None:
+    """Answer QUESTION from the stored acts, citing [act, art.]; or say the answer is not in them.
+
+    \b
+    Model: OpenRouter (OPENROUTER_API_KEY, ANSWER_MODEL) or any OpenAI-compatible server
+    (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
+    """
+    from . import answer as answering
+    from .search import refusal_threshold
+
+    config = answering.ChatConfig.from_env()
+    use_model = config.configured and not offline
+    _, conn = _open_db()
+    embedder = _embedder()
+    searched = question
+    if rewrite:
+        if not use_model:
+            raise click.UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+        searched = answering.rewrite_query(question, config)
+        if not as_json:
+            click.echo(f"Przeformułowane pytanie: {searched}", err=True)
+    hits = _run_search(conn, searched, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                       include_repealed=include_repealed, embedder=embedder)
+    conn.close()
+    threshold = refusal_threshold(embedder.name)
+    top = max((h.similarity for h in hits if h.similarity is not None), default=None)
+    fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
+                                    score=h.score, similarity=h.similarity) for h in hits]
+    streamed = False
+    if top is None or top < threshold:
+        result = answering.refusal(fragments)
+        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
+                if top is not None else "no matching fragments; no model was asked")
+    elif use_model:
+        if not as_json:
+            _print_fragments(fragments)
+        on_token = None
+        if not as_json and not no_stream:
+            streamed = True
+            on_token = lambda piece: click.echo(piece, nl=False)  # noqa: E731
+        result = answering.generate(question, fragments, config, stream=not no_stream, on_token=on_token)
+        note = f"model {result.model or config.model}"
+    else:
+        result = answering.extractive_answer(question, fragments)
+        note = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+    if as_json:
+        _emit_json({
+            "question": question, "searched": searched, "answer": result.text, "refused": result.refused,
+            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
+            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
+                           "similarity": f.similarity} for f in fragments],
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd, "top_similarity": top, "threshold": threshold, "note": note,
+        })
+        return
+    if result.model is None and not result.refused:
+        _print_fragments(fragments)
+    if streamed:
+        click.echo()
+    else:
+        click.echo(result.text)
+    foreign = answering.foreign_citations(result)
+    if foreign:
+        click.echo("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "
+                   + ", ".join(answering.cite(a, n) for a, n in foreign), err=True)
+    tokens = ""
+    if result.prompt_tokens is not None:
+        tokens = f"; tokens {result.prompt_tokens} in / {result.completion_tokens} out"
+        tokens += f", cost ${result.cost_usd:.6f}" if result.cost_usd is not None else ", cost unknown (set ANSWER_PRICE_IN/OUT)"
+    click.echo(f"({note}{tokens})", err=True)
+
+
+def _print_fragments(fragments: list) -> None:
+    click.echo("Fragmenty:", err=True)
+    for i, f in enumerate(fragments, start=1):
+        sim = f"{f.similarity:.3f}" if f.similarity is not None else "-"
+        click.echo(f"  {i}. [{f.act}, art. {f.article}] score {f.score:.4f}, similarity {sim}", err=True)
+    click.echo(err=True)
+
+
+# --- eval ----------------------------------------------------------------------------------------
+
+@main.command("eval")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+@friendly
+def eval_cmd(file: Path, k: int, mode: str, as_json: bool) -> None:
+    """Retrieval quality on a question file (JSON lines: question, expect [{act, art}], answerable).
+
+    Prints recall@1/5/10, MRR, refusals of unanswerable questions by the similarity threshold, and the
+    gold article's rank per question and mode. Exits non-zero only on bad input, never on a low score.
+    """
+    from . import evaluate
+
+    try:
+        questions = evaluate.load_questions(file)
+    except evaluate.EvalError as exc:
+        raise click.UsageError(str(exc)) from None
+    _, conn = _open_db()
+    modes = ("hybrid", "vector", "text") if mode == "all" else (mode,)
+    report = evaluate.evaluate(conn, _embedder(), questions, k=k, modes=modes)
+    conn.close()
+    if as_json:
+        _emit_json(report)
+        return
+    m = report["metrics"]
+    click.echo(f"{len(questions)} questions; {m['answerable_scored']} answerable with their act in the database, "
+               f"{m['answerable_not_in_corpus']} whose act is not ingested (not scored), {m['unanswerable']} unanswerable")
+    click.echo(f"{'mode':<8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    for md in modes:
+        r = m[md]
+        click.echo(f"{md:<8} {r['recall@1']:>6.2f} {r['recall@5']:>6.2f} {r['recall@10']:>6.2f} {r['mrr']:>6.3f}")
+    if m["refusal_rate_unanswerable"] is not None:
+        click.echo(f"refused unanswerable: {m['refusal_rate_unanswerable']:.0%}; "
+                   f"refused answerable: {(m['false_refusal_rate'] or 0):.0%} (threshold {report['threshold']:.2f})")
+    click.echo()
+    click.echo(f"{'id':<10} " + " ".join(f"{md:>7}" for md in modes) + f" {'sim':>6} {'refused':>7}  question")
+    for q in report["questions"]:
+        ranks = " ".join(f"{_rank_cell(q, md, k):>7}" for md in modes)
+        sim = f"{q['top_similarity']:.3f}" if q["top_similarity"] is not None else "-"
+        click.echo(f"{q['id']:<10} {ranks} {sim:>6} {'yes' if q['refused'] else 'no':>7}  {_snippet(q['question'], 60)}")
+
+
+def _rank_cell(q: dict, mode: str, k: int) -> str:
+    if not q["answerable"]:
+        return "n/a"
+    if not q["in_corpus"]:
+        return "no act"
+    rank = q["ranks"].get(mode)
+    return str(rank) if rank else f">{k}"
+
+
+# --- doctor / access -----------------------------------------------------------------------------
+
+@main.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable checks.")
+@friendly
+def doctor_cmd(as_json: bool) -> None:
+    """Check database, pgvector, text search, embedder and answer model; print what to fix."""
+    from .status import doctor
+
+    checks = doctor()
+    if as_json:
+        _emit_json(checks)
+    else:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        for c in checks:
+            click.echo(f"[{marks[c['status']]}] {c['name']}: {c['detail']}")
+            if c["fix"]:
+                click.echo(f"       fix: {c['fix']}")
+    if any(c["status"] == "fail" for c in checks):
+        sys.exit(1)
+
+
+@db_group.command("grant-reader")
+@click.argument("role")
+@click.option("--password", help="Also allow the role to log in with this password.")
+@friendly
+def db_grant_reader(role: str, password: str | None) -> None:
+    """Create ROLE that may only SELECT the documented views and call the search functions."""
+    from . import db, schema
+
+    url = db.database_url()
+    schema.ensure_current(url)
+    try:
+        schema.grant_reader(url, role, password)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="ROLE") from None
+    click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)} and call search_chunks()")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -324,7 +325,9 @@ class OllamaEmbedder(_HTTPBase):
                 f"model {self.name} is not available in Ollama at {where}; run: ollama pull {self.name}"
             )
         if resp.status_code == 404:
-            return EmbedderError(f"Ollama at {where} has no /api/embed (HTTP 404: {text}); Ollama 0.3.4 or newer is needed")
+            return EmbedderError(
+                f"Ollama at {where} has no /api/embed (HTTP 404: {text}); Ollama 0.3.4 or newer is needed"
+            )
         return super()._rejected(where, resp)
 
     def describe(self) -> dict[str, Any]:

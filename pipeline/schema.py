@@ -50,3 +50,41 @@ def ensure_current(url: str) -> None:
         if current_revision(conn) == head_revision():
             return
     upgrade(url)
+
+
+# What a reader may use: the documented views and functions (README: "Querying with SQL").
+READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus")
+READER_FUNCTIONS = (
+    "versions_as_of(date)",
+    "search_terms(text)",
+    "search_tsquery(text)",
+    "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, "
+    "double precision, integer)",
+)
+
+
+def grant_reader(url: str, role: str, password: str | None = None) -> None:
+    """Create (or restrict) ROLE so it can only SELECT the documented views and call the search functions."""
+    from psycopg import sql
+
+    if not role.replace("_", "").isalnum() or not role[0].isalpha():
+        raise ValueError(f"role name {role!r}: use letters, digits and _ (starting with a letter)")
+    with psycopg.connect(url) as conn, conn.transaction():
+        ident = sql.Identifier(role)
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(ident))
+        if password is not None:
+            conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
+        db_name = conn.execute("SELECT current_database()").fetchone()[0]
+        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(db_name), ident))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(_schema(conn)), ident))
+        conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(sql.Identifier(_schema(conn)), ident))
+        for view in READER_VIEWS:
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), ident))
+        for fn in READER_FUNCTIONS:  # fixed signatures above, not user input
+            conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION " + fn + " TO {}").format(ident))
+
+
+def _schema(conn: psycopg.Connection) -> str:
+    return conn.execute("SELECT current_schema()").fetchone()[0]

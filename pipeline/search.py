@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import asdict, dataclass
 
 import psycopg
@@ -66,3 +67,24 @@ def search(
     ).fetchall()
     conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
     return [Hit(*row) for row in rows]
+
+
+# Below this cosine similarity of the best hit, `ask` answers "not in the documents" without asking
+# any model. Per model, because each model's similarities live on its own scale (e5 rarely goes
+# below 0.7 even for unrelated text). Calibrated on the development questions: see docs/benchmarks.md.
+SIMILARITY_THRESHOLDS = {
+    "multilingual-e5-small": 0.80,
+    "bge-m3": 0.45,
+}
+DEFAULT_SIMILARITY_THRESHOLD = 0.5
+
+
+def refusal_threshold(model: str, env: dict | None = None) -> float:
+    """ANSWER_MIN_SIMILARITY when set, else the model's calibrated default."""
+    value = (env if env is not None else os.environ).get("ANSWER_MIN_SIMILARITY", "").strip()
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"ANSWER_MIN_SIMILARITY must be a number, got {value!r}") from None
+    return SIMILARITY_THRESHOLDS.get(model, DEFAULT_SIMILARITY_THRESHOLD)

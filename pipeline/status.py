@@ -54,3 +54,72 @@ def embedder_description() -> dict[str, Any]:
         return embedder_from_env().describe()
     except EmbedderError as exc:
         return {"error": str(exc)}
+
+
+def doctor() -> list[dict[str, str]]:
+    """Check every dependency; each check is {name, status: ok|warn|fail, detail, fix}."""
+    checks: list[dict[str, str]] = []
+
+    def add(name: str, status: str, detail: str, fix: str = "") -> None:
+        checks.append({"name": name, "status": status, "detail": detail, "fix": fix})
+
+    conn = None
+    try:
+        url = db.database_url()
+        conn = db.connect(url, autocommit=True)
+        version = conn.execute("SHOW server_version_num").fetchone()[0]
+        major = int(version) // 10000
+        add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
+            "" if major >= 15 else "use PostgreSQL 15 or newer")
+    except Exception as exc:  # noqa: BLE001 - doctor reports, never raises
+        add("database", "fail", str(exc).splitlines()[0],
+            "set DATABASE_URL to a reachable server, or unset it to use the embedded one")
+    if conn is not None:
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        avail = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+        if row:
+            ok = tuple(int(x) for x in row[0].split(".")[:2]) >= (0, 8)
+            add("pgvector", "ok" if ok else "fail", f"pgvector {row[0]}", "" if ok else "upgrade pgvector to 0.8 or newer")
+        elif avail:
+            add("pgvector", "warn", f"pgvector {avail[0]} available, not created yet", "run: pipeline db upgrade")
+        else:
+            add("pgvector", "fail", "pgvector is not installed on the server", "use the pgvector/pgvector image or install it")
+        current, head = schema.current_revision(conn), schema.head_revision()
+        add("migrations", "ok" if current == head else "warn", f"at {current or 'none'}, head {head}",
+            "" if current == head else "run: pipeline db upgrade")
+        kind = text_search_kind(conn)
+        if "ispell" in kind:
+            add("text search", "ok", kind + ": Polish base forms")
+        elif kind == "missing":
+            add("text search", "warn", "no 'polish' configuration", "run: pipeline db upgrade")
+        else:
+            add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
+                "install the dictionary files (README: docker-compose) and run: pipeline db upgrade")
+        if current:
+            failing = conn.execute("SELECT count(*), max(last_error) FROM embedding_queue WHERE last_error IS NOT NULL").fetchone()
+            queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+            if failing[0]:
+                add("embedding queue", "warn", f"{queued} queued, {failing[0]} failing: {failing[1]}", "fix the embedder, then: pipeline embed")
+            else:
+                add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
+                    "" if not queued else "run: pipeline embed")
+        conn.close()
+
+    from .embedders import EmbedderError, embedder_from_env
+
+    try:
+        embedder = embedder_from_env()
+        vector = embedder.embed_query("test")
+        add("embedder", "ok", f"{embedder.backend} {embedder.name}, {len(vector)} dimensions")
+    except EmbedderError as exc:
+        add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
+
+    from .answer import ChatConfig
+
+    config = ChatConfig.from_env()
+    if config.configured:
+        add("answer model", "ok", config.describe())
+    else:
+        add("answer model", "warn", config.describe() + "; `ask` answers offline with cited sentences",
+            "set OPENROUTER_API_KEY (or ANSWER_BASE_URL for a local OpenAI-compatible server)")
+    return checks

@@ -58,7 +58,8 @@ RETURNS TABLE (
     vector_rank integer,           -- rank in the vector arm (NULL: not among its candidates)
     text_rank   integer            -- rank in the text arm
 )
-LANGUAGE plpgsql STABLE AS $fn$
+-- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
 DECLARE
     n_fetch  integer := coalesce(fetch_k, greatest(4 * k, 40));
     vec_cast text := 'vector';
@@ -165,3 +166,11 @@ $fn$;
 COMMENT ON FUNCTION search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
                                   double precision, double precision, integer) IS
     'Hybrid (RRF) search over current or as-of article chunks; see README "Querying with SQL".';
+
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, '
+                   'double precision, double precision, integer) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
+END
+$$;

@@ -6,7 +6,8 @@
 -- different wording break ties by ingest order.
 CREATE OR REPLACE FUNCTION versions_as_of(as_of date DEFAULT NULL)
 RETURNS SETOF act_versions
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+-- SECURITY DEFINER: readers granted only the views (pipeline db grant-reader) can still use it.
+LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER AS $$
     SELECT DISTINCT ON (v.base_eli) v.*
     FROM act_versions v
     WHERE as_of IS NULL OR v.valid_from IS NULL OR v.valid_from <= as_of
@@ -44,3 +45,10 @@ CREATE OR REPLACE VIEW embedding_status AS
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing
     FROM embedding_models m;
 COMMENT ON VIEW embedding_status IS 'Embedding progress per model (texts, embedded, queued, failing).';
+
+-- Definer-rights functions must not resolve names through the caller's search_path.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION versions_as_of(date) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+END
+$$;

@@ -59,7 +59,9 @@ class OllamaStandIn:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def fail_next(self, count: int, status: int = 500, error: str = "llama runner process has terminated: exit status 2") -> None:
+    def fail_next(
+        self, count: int, status: int = 500, error: str = "llama runner process has terminated: exit status 2"
+    ) -> None:
         """Answer the next `count` /api/embed requests with HTTP `status` and Ollama's {"error": ...}."""
         with self._lock:
             self._failures.extend([(status, error)] * count)
@@ -67,7 +69,7 @@ class OllamaStandIn:
     def embed_requests(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"] == "/api/embed"]
 
-    def start(self) -> "OllamaStandIn":
+    def start(self) -> OllamaStandIn:
         self._thread.start()
         return self
 
@@ -75,7 +77,7 @@ class OllamaStandIn:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "OllamaStandIn":
+    def __enter__(self) -> OllamaStandIn:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

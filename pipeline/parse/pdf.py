@@ -26,7 +26,9 @@ _SUP_MAX_RATIO = 0.85  # a run smaller than this fraction of its line is a super
 _FOOTNOTE_RATIO = 0.93  # lines smaller than this fraction of the body size are footnotes
 
 _HEADER = re.compile(r"^Dziennik Ustaw\s*[–-]\s*\d+\s*[–-]\s*Poz\.\s*\d+$")
-_NUM = r"\d+(?:\^[0-9a-z]+)?[a-z]{0,3}"
+_LETTER = "a-ząćęłńóśźż"
+# "151^1", "22^1c", "19a", "3a^1", "95ł"
+_NUM = rf"\d+[{_LETTER}]{{0,3}}(?:\^\d+)?[{_LETTER}]{{0,3}}"
 _ART = re.compile(rf"^Art(\.?)\s*({_NUM})\s*\.\s*")
 _ART_RANGE = re.compile(rf"^Art\.\s*({_NUM})\s*[–-]\s*({_NUM})\s*\.\s*")
 _REPEALED = re.compile(r"^\((?:uchylony|uchylone|uchylona)\)\.?$")
@@ -50,7 +52,6 @@ class _Token:
     y: float
     size: float
     bold: bool
-    end: float | None = None  # x where the run ends, when the font's widths are known
     sup: bool = False
 
 
@@ -112,7 +113,6 @@ def _open(data: bytes) -> PdfReader:
 
 def _page_lines(page, index: int) -> list[_Line]:
     tokens: list[_Token] = []
-    ends = _RunEnds(page)
 
     def visit(text: str, cm, tm, font, size) -> None:
         if not text or text == "\n":
@@ -123,111 +123,10 @@ def _page_lines(page, index: int) -> list[_Line]:
         y = e * cb + f * cd + cf
         scale = (abs(a * d - b * c) * abs(ca * cd - cb * cc)) ** 0.5
         name = str(font.get("/BaseFont", "")) if font else ""
-        end = ends.get(x, y)
-        tokens.append(_Token(text.replace("\n", " "), x, y, size * scale, "Bold" in name, end))
+        tokens.append(_Token(text.replace("\n", " "), x, y, size * scale, "Bold" in name))
 
-    page.extract_text(visitor_text=visit, visitor_operand_before=ends.visit)
+    page.extract_text(visitor_text=visit)
     return _group_lines(tokens, index)
-
-
-class _RunEnds:
-    """Where each text run ends on the page, from the fonts' glyph widths.
-
-    Some PDFs place the next word with a positioning operator instead of a space
-    glyph ("nie" … "później"); the text layer then lacks the space, and only the
-    gap between one run's end and the next run's start shows it.
-    """
-
-    def __init__(self, page) -> None:
-        try:
-            self._fonts = page["/Resources"]["/Font"].get_object()
-        except (KeyError, TypeError, AttributeError):
-            self._fonts = {}
-        self._widths: dict[str, tuple[bool, dict[int, float], float]] = {}
-        self._font: tuple[bool, dict[int, float], float] | None = None
-        self._size = 0.0
-        self._tc = self._tw = 0.0
-        self._tz = 1.0
-        self._start: tuple[float, float] | None = None
-        self._advance = 0.0  # text-space advance since the last positioning
-        self._ends: dict[tuple[float, float], float] = {}
-
-    def get(self, x: float, y: float) -> float | None:
-        return self._ends.get((round(x, 1), round(y, 1)))
-
-    def visit(self, op: bytes, args, cm, tm) -> None:
-        if op == b"Tf" and len(args) == 2:
-            self._font = self._load(str(args[0]))
-            self._size = float(args[1])
-        elif op == b"Tc" and args:
-            self._tc = float(args[0])
-        elif op == b"Tw" and args:
-            self._tw = float(args[0])
-        elif op == b"Tz" and args:
-            self._tz = float(args[0]) / 100
-        elif op in (b"Tj", b"TJ", b"'", b'"') and args and self._font is not None:
-            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
-            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
-            start = (round(x, 1), round(y, 1))
-            if start != self._start:
-                self._start, self._advance = start, 0.0
-            items = args[0] if op == b"TJ" else [args[-1]]
-            for item in items:
-                if isinstance(item, (bytes, str)):
-                    self._advance += self._string_width(item)
-                else:
-                    self._advance -= float(item) / 1000 * self._size * self._tz
-            self._ends[start] = x + self._advance * tm[0] * cm[0]
-
-    def _string_width(self, item) -> float:
-        two_byte, table, default = self._font
-        data = item if isinstance(item, bytes) else item.encode("latin-1", "replace")
-        codes = (
-            [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data) - 1, 2)]
-            if two_byte
-            else list(data)
-        )
-        width = 0.0
-        for code in codes:
-            width += table.get(code, default) / 1000 * self._size + self._tc
-            if code == 32 and not two_byte:
-                width += self._tw
-        return width * self._tz
-
-    def _load(self, name: str) -> tuple[bool, dict[int, float], float] | None:
-        if name not in self._widths:
-            try:
-                self._widths[name] = _font_widths(self._fonts[name].get_object())
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-                self._widths[name] = None
-        return self._widths[name]
-
-
-def _font_widths(font) -> tuple[bool, dict[int, float], float]:
-    """(two-byte codes?, width by character code, default width) of a font dictionary."""
-    table: dict[int, float] = {}
-    if font.get("/Subtype") == "/Type0":
-        descendant = font["/DescendantFonts"][0].get_object()
-        w = descendant.get("/W", [])
-        w = w.get_object() if hasattr(w, "get_object") else w
-        i = 0
-        while i + 1 < len(w):
-            first, nxt = int(w[i]), w[i + 1].get_object() if hasattr(w[i + 1], "get_object") else w[i + 1]
-            if isinstance(nxt, list):
-                for k, value in enumerate(nxt):
-                    table[first + k] = float(value)
-                i += 2
-            else:
-                for code in range(first, int(nxt) + 1):
-                    table[code] = float(w[i + 2])
-                i += 3
-        return True, table, float(descendant.get("/DW", 1000))
-    first = int(font.get("/FirstChar", 0))
-    for k, value in enumerate(font.get("/Widths", [])):
-        table[first + k] = float(value)
-    descriptor = font.get("/FontDescriptor")
-    missing = float(descriptor.get_object().get("/MissingWidth", 0)) if descriptor else 0.0
-    return False, table, missing
 
 
 def _group_lines(tokens: list[_Token], page: int) -> list[_Line]:
@@ -260,16 +159,7 @@ def _group_lines(tokens: list[_Token], page: int) -> list[_Line]:
         merged.append(group)
         i += 1
 
-    lines: list[_Line] = []
-    previous_y: float | None = None
-    for group in merged:
-        line = _make_line(group, page)
-        if line is None:
-            continue
-        line.gap = 0.0 if previous_y is None else previous_y - line.y
-        previous_y = line.y
-        lines.append(line)
-    return lines
+    return [line for group in merged if (line := _make_line(group, page)) is not None]
 
 
 def _dominant_size(group: list[_Token]) -> float:
@@ -296,14 +186,7 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
             # Some texts print the superscript in brackets ("479[88a]").
             parts.append("^" + sup.replace(" ", "").removeprefix("[").removesuffix("]"))
 
-    previous: _Token | None = None
     for t in group:
-        if previous is not None and previous.end is not None and t.x - previous.end > 0.2 * t.size:
-            # A gap with no space glyph in it is still a space between words.
-            if sup_run:
-                flush_sup()
-            parts.append(" ")
-        previous = t
         if t.sup and t.text.strip():
             sup_run.append(t.text)
             continue
@@ -347,7 +230,10 @@ def _drop_furniture(lines: list[_Line], body: float) -> list[_Line]:
         kept.append(line)
     # Footnotes: the block of small-print lines below the last body-size line.
     last_body = max((i for i, ln in enumerate(kept) if ln.size >= _FOOTNOTE_RATIO * body), default=-1)
-    return [ln for i, ln in enumerate(kept) if i <= last_body or ln.size >= _FOOTNOTE_RATIO * body]
+    kept = [ln for i, ln in enumerate(kept) if i <= last_body or ln.size >= _FOOTNOTE_RATIO * body]
+    for previous, line in zip(kept, kept[1:]):
+        line.gap = previous.y - line.y
+    return kept
 
 
 # --- articles from lines --------------------------------------------------------
