@@ -508,8 +508,8 @@ def explain(conn, q: Query) -> None:
         for n in notices:
             if "Query Text: SELECT * FROM search_chunks" in n or "WITH versions" not in n:
                 continue  # only the statement that does the work
-            print(re.sub(r"'\[[-0-9.,e]+\]'", "'[...]'", n.split("Query Parameters:")[0].split("LIMIT $11")[0][:0])
-                  + re.sub(r"'\[[-0-9.,e]+\]'", "'[...]'", n[n.find("\n", n.find("Query Parameters:")) + 1:]))
+            plan = n[n.find("\n", n.find("Query Parameters:")) + 1:]  # the plan, without the query text
+            print(re.sub(r"'\[[-0-9.,e]+\]'", "'[...]'", plan))
     conn.execute("SET auto_explain.log_min_duration = -1")
 
 

@@ -283,7 +283,7 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
             gone = _repealed_unit_articles(text)
             if text.startswith("(oznaczenie"):
                 continue  # "(oznaczenie oraz tytuł rozdziału I – uchylone)": nothing to keep
-            if line.bold or gone:
+            if line.bold or _UNIT_REPEALED.search(text):
                 # Title line(s) or a "(zawierający art. … – uchylony)" note under the heading label.
                 headings[-1] = (headings[-1][0], f"{headings[-1][1]} {text}")
                 for n in gone:
@@ -330,12 +330,20 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
 
 
 def _expand_range(first: str, last: str) -> list[str]:
-    """"12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; [] when not expandable."""
-    a = re.match(r"^(\d+)$", first)
-    b = re.match(r"^(\d+)(\^\d+)?$", last)
-    if not a or not b or int(a.group(1)) > int(b.group(1)):
+    """Numbers from ``first`` to ``last`` where they can be known; [] where not.
+
+    "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
+    """
+    a = re.match(r"^(\d+)(?:\^(\d+))?$", first)
+    b = re.match(r"^(\d+)(?:\^(\d+))?$", last)
+    if not a or not b:
         return []
-    numbers = [str(n) for n in range(int(a.group(1)), int(b.group(1)) + 1)]
+    base_a, base_b = int(a.group(1)), int(b.group(1))
+    if a.group(2) and b.group(2) and base_a == base_b and int(a.group(2)) < int(b.group(2)):
+        return [f"{base_a}^{n}" for n in range(int(a.group(2)), int(b.group(2)) + 1)]
+    if a.group(2) or base_a >= base_b:
+        return []
+    numbers = [str(n) for n in range(base_a, base_b + 1)]
     if b.group(2):
         numbers.append(last)
     return numbers
@@ -368,7 +376,7 @@ def _append(block: _Block, line: _Line, paragraph_gap: float) -> None:
     """Add a line to an article: a new paragraph or the continuation of the last one."""
     previous = block.lines[-1]
     new_paragraph = line.gap > paragraph_gap or (
-        _MARKER.match(line.text) and previous.rstrip().endswith((".", ";", ":", "”", ",", "–"))
+        _MARKER.match(line.text) and previous.rstrip().endswith((".", ";", ":", "”", ",", "–", ")"))
     )
     if new_paragraph:
         block.lines.append(line.text)
