@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import re
@@ -35,6 +36,7 @@ import tempfile
 import time
 import urllib.parse
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,8 +93,6 @@ def load_source() -> Source:
     topics, weights, chunk_words, act_chunks, parts = [], [], [], [], []
     general: Counter[str] = Counter()
     for path in paths:
-        import json
-
         meta = json.loads((path.parent / "meta.json").read_text())
         try:
             parsed = parse_html(path.read_bytes())
@@ -131,7 +131,7 @@ def _topic(title: str, counts: Counter[str]) -> Topic:
 @dataclass
 class Corpus:
     acts: list[tuple[str, str, int]]     # (eli, title, topic)
-    # per chunk (index = chunk position = chunk_id - 1 in a fresh database)
+    # per chunk, in generation order
     act_of: np.ndarray                   # act index
     article: list[str]
     part: np.ndarray
@@ -158,12 +158,14 @@ def build_corpus(src: Source, n: int, rng: np.random.Generator) -> Corpus:
     act_of = np.repeat(np.arange(len(acts)), act_sizes)
     # Articles: parts drawn from real articles, cut to fill each act exactly.
     article, part, part_count, repealed = [], [], [], []
+    draws = iter(rng.choice(src.article_parts, size=n).tolist())  # at most n articles
+    gones = iter((rng.random(n) < 0.02).tolist())
     for size in act_sizes:
         done, number = 0, 0
         while done < size:
             number += 1
-            pc = int(min(rng.choice(src.article_parts), size - done))
-            gone = bool(rng.random() < 0.02)
+            pc = min(next(draws), size - done)
+            gone = next(gones)
             for p in range(1, pc + 1):
                 article.append(str(number))
                 part.append(p)
@@ -239,7 +241,18 @@ def with_dbname(url: str, name: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path="/" + name))
 
 
-def load(conn, corpus: Corpus) -> dict[str, float]:
+def copy_chunks(url: str, rows: list[tuple]) -> None:
+    import psycopg
+
+    with psycopg.connect(url) as conn, conn.cursor().copy(
+        "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, content_sha256) "
+        "FROM STDIN"
+    ) as cp:
+        for row in rows:
+            cp.write_row(row)
+
+
+def load(conn, url: str, corpus: Corpus) -> dict[str, float]:
     """COPY acts, versions, articles, chunks, embeddings; return timings in seconds."""
     from pipeline import embed
     from psycopg.types.json import Jsonb
@@ -272,22 +285,20 @@ def load(conn, corpus: Corpus) -> dict[str, float]:
         art_id = {(v, a): i for v, a, i in conn.execute("SELECT version_id, article, article_id FROM articles")}
         t["acts_articles_s"] = time.perf_counter() - start
 
-        start = time.perf_counter()
-        with conn.cursor().copy(
-            "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, content_sha256) "
-            "FROM STDIN"
-        ) as cp:
-            for i in range(n):
-                v = version_of[corpus.acts[corpus.act_of[i]][0]]
-                cp.write_row((art_id[(v, corpus.article[i])], v, corpus.article[i], int(corpus.part[i]),
-                              int(corpus.part_count[i]), bool(corpus.repealed[i]), corpus.text[i],
-                              corpus.embed_text[i], corpus.sha[i]))
-        t["chunks_copy_s"] = time.perf_counter() - start  # includes the generated tsvector
-
+    # Chunks: the generated tsvector (Polish ispell) costs ~1 ms a chunk, so COPY in parallel slices.
+    start = time.perf_counter()
+    rows = [(art_id[(version_of[corpus.acts[corpus.act_of[i]][0]], corpus.article[i])],
+             version_of[corpus.acts[corpus.act_of[i]][0]], corpus.article[i], int(corpus.part[i]),
+             int(corpus.part_count[i]), bool(corpus.repealed[i]), corpus.text[i], corpus.embed_text[i], corpus.sha[i])
+            for i in range(n)]
+    workers = max(1, min(os.cpu_count() or 1, 4))
+    step = -(-n // workers)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(lambda s: copy_chunks(url, rows[s:s + step]), range(0, n, step)))
+    t["chunks_copy_s"] = time.perf_counter() - start  # mostly the generated tsvector
     # Register the model (creates its empty index), drop the index, COPY, then build it once.
     space = embed.ensure_space(conn, MODEL, DIM, "local")
     conn.execute(f'DROP INDEX "{space.index_name}"')
-    conn.commit()
     start = time.perf_counter()
     with conn.transaction():
         with conn.cursor().copy(
@@ -298,7 +309,6 @@ def load(conn, corpus: Corpus) -> dict[str, float]:
                 cp.write_row((sha, MODEL, vec))
     t["embeddings_copy_s"] = time.perf_counter() - start
 
-    conn.autocommit = True
     start = time.perf_counter()
     conn.execute("SELECT refresh_search_stats()")
     t["refresh_search_stats_s"] = time.perf_counter() - start
@@ -325,17 +335,43 @@ def build_index(conn, index_type: str) -> tuple[str, float, int]:
 
 # --- measurements --------------------------------------------------------------------------
 
+# Half of the query texts: questions as users ask them (common words, OR-ed by search_terms).
+QUESTIONS = [
+    "Ile dni urlopu mi przysługuje?",
+    "Czy pracodawca może mnie zwolnić w czasie choroby?",
+    "Jak odwołać się od decyzji urzędu?",
+    "Czy moja mama może być ze mną w gabinecie podczas badania?",
+    "Jaka kara grozi za kradzież?",
+    "Kiedy przedawnia się dług?",
+    "Jak założyć spółkę z ograniczoną odpowiedzialnością?",
+    "Czy bank może wypowiedzieć umowę kredytu?",
+    "Jakie dane osobowe może przetwarzać sklep internetowy?",
+    "Czy operator może zmienić cenę abonamentu w trakcie umowy?",
+    "Kto odpowiada za szkodę wyrządzoną przez dziecko?",
+    "Czy mam prawo wglądu do dokumentacji medycznej?",
+    "Jak zgłosić incydent cyberbezpieczeństwa?",
+    "Kto może wykonywać zawód psychologa?",
+    "W jakim terminie organ musi załatwić sprawę?",
+    "Czy mogę odstąpić od umowy zawartej przez internet?",
+]
+
+
 @dataclass
 class Query:
     text: str
     vec: np.ndarray
     act: str
+    kind: str  # "question" | "words"
 
 
 def make_queries(src: Source, corpus: Corpus, count: int, rng: np.random.Generator) -> list[Query]:
     out = []
     live = np.flatnonzero(~corpus.repealed)
-    for i in rng.choice(live, size=count, replace=False):
+    for j, i in enumerate(rng.choice(live, size=count, replace=False)):
+        act = corpus.acts[corpus.act_of[i]][0]
+        if j % 2 == 0:
+            out.append(Query(QUESTIONS[j // 2 % len(QUESTIONS)], perturb(corpus.vectors[i], rng), act, "question"))
+            continue
         topic = src.topics[corpus.acts[corpus.act_of[i]][2]]
         # Words of the source chunk's topic, longer than 3 letters (like content words of a question).
         words: list[str] = []
@@ -343,7 +379,7 @@ def make_queries(src: Source, corpus: Corpus, count: int, rng: np.random.Generat
             w = str(topic.words[rng.choice(len(topic.words), p=topic.p)])
             if len(w) > 3 and not w.isdigit() and w.lower() not in words:
                 words.append(w.lower())
-        out.append(Query(" ".join(words), perturb(corpus.vectors[i], rng), corpus.acts[corpus.act_of[i]][0]))
+        out.append(Query(" ".join(words), perturb(corpus.vectors[i], rng), act, "words"))
     return out
 
 
@@ -409,7 +445,7 @@ def measure(conn, corpus: Corpus, queries: list[Query], args) -> dict:
     short: list[int] = []
     fn_truth: list[set[int]] = []
     fn_recall: list[float] = []
-    text_hits: list[int] = []
+    text_hits: dict[str, list[int]] = {"question": [], "words": []}
     # Warm-up: touch the index and tables once (first queries after a build read from disk).
     for q in queries[:5]:
         search(conn, q, "hybrid")
@@ -431,11 +467,11 @@ def measure(conn, corpus: Corpus, queries: list[Query], args) -> dict:
             dt, _ = raw_topk(conn, q.vec, "vector", None); lat["exact_pg_raw"].append(dt)
         fn_truth.append({r[0] for r in erows})
         fn_recall.append(recall([r[0] for r in vrows], fn_truth[-1]))
-        text_hits.append(conn.execute(
+        text_hits[q.kind].append(conn.execute(
             "SELECT count(*) FROM chunks WHERE tsv @@ search_tsquery(%s)", (q.text,)).fetchone()[0])
     res["lat"] = {m: (pct(v, 50), pct(v, 95)) for m, v in lat.items()}
     res["short_filtered"] = short
-    res["text_hits_median"] = statistics.median(text_hits)
+    res["text_hits_median"] = {kind: statistics.median(v) for kind, v in text_hits.items() if v}
     res["recall"]["search_chunks vector, default fetch_k (ef_search 40)"] = statistics.mean(fn_recall)
 
     # search_chunks at larger fetch_k (ef_search follows fetch_k).
@@ -490,6 +526,54 @@ def measure_halfvec(conn, corpus: Corpus, queries: list[Query]) -> dict:
     truth = [set(sha[numpy_topk(corpus.vectors, q.vec)].tolist()) for q in queries]
     res["raw"] = raw_sweep(conn, queries, truth, "halfvec")
     return res
+
+
+# The text arm of search_chunks, alone (acts/as_of filters off). {tf} is what feeds the BM25 sum:
+# the current SQL unnests every lexeme of every matching chunk (~100 rows per chunk) and joins them
+# to the query terms; the proposed one first keeps only the query's lexemes (setweight marks them
+# 'A', ts_filter drops the rest, both in C), so a chunk yields 1-3 rows.
+TEXT_ARM = """
+WITH versions AS (SELECT v.version_id FROM versions_as_of(NULL) v)
+SELECT c.chunk_id,
+       sum(w.idf * cardinality(t.positions) * 2.2
+           / (cardinality(t.positions) + 1.2 * (0.25 + 0.75 * length(c.tsv) / g.avg_length)))::real AS text_score
+FROM chunks c
+CROSS JOIN corpus_stats g
+CROSS JOIN LATERAL unnest({tf}) t
+JOIN (SELECT l.lexeme, ln(1 + (g2.chunks - l.ndoc + 0.5) / (l.ndoc + 0.5)) AS idf
+      FROM lexeme_stats l CROSS JOIN corpus_stats g2
+      WHERE l.lexeme = ANY (%(terms)s)) w ON w.lexeme = t.lexeme
+WHERE c.tsv @@ %(tsq)s::tsquery
+  AND c.version_id IN (SELECT version_id FROM versions)
+  AND NOT c.repealed
+GROUP BY c.chunk_id
+ORDER BY text_score DESC, c.chunk_id
+LIMIT 40
+"""
+TEXT_ARMS = {
+    "current  unnest(c.tsv)": TEXT_ARM.format(tf="c.tsv"),
+    "proposed unnest(ts_filter(setweight(c.tsv, 'A', terms), '{a}'))":
+        TEXT_ARM.format(tf="ts_filter(setweight(c.tsv, 'A', %(terms)s), '{a}')"),
+}
+
+
+def compare_text_arm(conn, queries: list[Query]) -> dict[str, tuple[float, float]]:
+    """p50/p95 (ms) of the current and the proposed text arm; raises if their results differ."""
+    lat: dict[str, list[float]] = {name: [] for name in TEXT_ARMS}
+    for q in queries:
+        terms = conn.execute("SELECT search_terms(%s)", (q.text,)).fetchone()[0]
+        tsq = conn.execute("SELECT search_tsquery(%s)::text", (q.text,)).fetchone()[0]
+        if not terms:
+            continue
+        results = []
+        for name, sql in TEXT_ARMS.items():
+            start = time.perf_counter()
+            rows = conn.execute(sql, {"terms": terms, "tsq": tsq}).fetchall()
+            lat[name].append(time.perf_counter() - start)
+            results.append([(r[0], round(r[1], 4)) for r in rows])
+        if results[0] != results[1]:
+            raise AssertionError(f"text arms disagree for {q.text!r}")
+    return {name: (pct(v, 50), pct(v, 95)) for name, v in lat.items()}
 
 
 def explain(conn, q: Query) -> None:
@@ -553,7 +637,7 @@ def run_size(url: str, n: int, src: Source, args) -> None:
     start = time.perf_counter()
     corpus = build_corpus(src, n, rng)
     gen_s = time.perf_counter() - start
-    conn = db.connect(dburl)
+    conn = db.connect(dburl, autocommit=True)  # transaction blocks below are then real transactions
     if n == args.sizes[0]:
         print(machine(conn))
         polish = conn.execute("SELECT to_tsvector('polish', 'urlopu pracownikowi')::text").fetchone()[0]
@@ -563,7 +647,7 @@ def run_size(url: str, n: int, src: Source, args) -> None:
           f"{int((corpus.part == 1).sum()):,} articles, mean {np.mean([len(t.split()) for t in corpus.text]):.0f} words/chunk; "
           f"mean cosine between chunks {sims[np.triu_indices(len(sims), 1)].mean():.2f}) ===")
     print(f"generate: {gen_s:.1f} s")
-    t = load(conn, corpus)
+    t = load(conn, dburl, corpus)
     print("load: " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()))
     sizes = conn.execute(
         "SELECT pg_total_relation_size('chunks'), pg_relation_size('chunks_tsv_idx'), "
@@ -581,7 +665,8 @@ def run_size(url: str, n: int, src: Source, args) -> None:
     print(f"\nlatency over {len(queries)} queries, k={K}, timed interleaved (ms; ratio = p50 / hybrid p50):")
     for label, (p50, p95) in m["lat"].items():
         print(f"  {label:<22} p50 {p50:8.1f}  p95 {p95:8.1f}  x{p50 / base:6.2f}")
-    print(f"  median chunks matching a query's text: {m['text_hits_median']:,} of {n:,}")
+    print("  median share of chunks matching the query text: " + ", ".join(
+        f"{kind} {hits / n:.0%}" for kind, hits in m["text_hits_median"].items()))
     print(f"  acts filter (one act of {len(corpus.acts)}): "
           + ("always k rows" if not m["short_filtered"] else f"{len(m['short_filtered'])} queries returned fewer: {m['short_filtered']}"))
     print("recall@10 against exact search:")
@@ -589,6 +674,11 @@ def run_size(url: str, n: int, src: Source, args) -> None:
         print(f"  {label:<52} {r:.3f}")
     for ef, (r, p50) in m["raw"].items():
         print(f"  bare index scan vector, ef_search {ef:<3}                  {r:.3f}  (p50 {p50:.1f} ms)")
+
+    ta = compare_text_arm(conn, queries)
+    print("text arm alone (same results, checked):")
+    for label, (p50, p95) in ta.items():
+        print(f"  {label:<66} p50 {p50:8.1f}  p95 {p95:8.1f}")
 
     if not args.no_halfvec:
         hname, hsecs, hsize = build_index(conn, "halfvec")

@@ -41,7 +41,14 @@ def short_title(title: str | None) -> str:
     m = re.search(r"jednolitego tekstu\s+(.*)$", title, flags=re.S)
     text = m.group(1) if m else title
     text = " ".join(text.split())
+    # The announcement names the act in the genitive ("tekstu ustawy"); the header uses the nominative.
+    first, _, rest = text.partition(" ")
+    first = _NOMINATIVE.get(first.lower(), first)
+    text = f"{first} {rest}" if rest else first
     return text[:1].upper() + text[1:]
+
+
+_NOMINATIVE = {"ustawy": "ustawa", "rozporządzenia": "rozporządzenie", "dekretu": "dekret", "uchwały": "uchwała"}
 
 
 def context_header(act_title: str, article: Article, part: int, part_count: int) -> str:

@@ -54,13 +54,13 @@ def parse_text(data: bytes, fmt: str) -> ParsedAct:
 
 
 def sniff_format(data: bytes, name: str = "") -> str:
+    if not data.strip():  # before the name: an empty "x.html" is empty, not a broken HTML
+        raise ParseError(f"{name or 'input'} is empty")
     head = data[:1024].lstrip()
     if head.startswith(b"%PDF-"):
         return "pdf"
     if head[:1] == b"<" or name.lower().endswith((".html", ".htm")):
         return "html"
-    if not data.strip():
-        raise ParseError(f"{name or 'input'} is empty")
     raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
 
 

@@ -31,7 +31,8 @@ _LETTER = "a-ząćęłńóśźż"
 _NUM = rf"\d+[{_LETTER}]{{0,3}}(?:\^\d+)?[{_LETTER}]{{0,3}}"
 _ART = re.compile(rf"^Art(\.?)\s*({_NUM})\s*\.\s*")
 _ART_RANGE = re.compile(rf"^Art\.\s*({_NUM})\s*[–-]\s*({_NUM})\s*\.\s*")
-_REPEALED = re.compile(r"^\((?:uchylony|uchylone|uchylona)\)\.?$")
+# "(uchylony)", and "(utracił moc)" for a provision that lost force: neither has text in force.
+_REPEALED = re.compile(r"^\((?:uchylony|uchylone|uchylona|utracił moc|utraciły moc|utraciła moc)\)\.?$")
 _UNIT_REPEALED = re.compile(r"\(zawierający art\.\s*(.+?)\s*[–-]\s*uchylon[ya]\)")
 _HEADING = re.compile(r"^(KSIĘGA|TYTUŁ|DZIAŁ|Rozdział|Oddział)\s+\S+(?:\s|$)")
 _LEVELS = {"KSIĘGA": 0, "TYTUŁ": 1, "DZIAŁ": 2, "Rozdział": 3, "Oddział": 4}
@@ -186,7 +187,11 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
             # Some texts print the superscript in brackets ("479[88a]").
             parts.append("^" + sup.replace(" ", "").removeprefix("[").removesuffix("]"))
 
+    previous: _Token | None = None
     for t in group:
+        if previous is not None and _hard_space(previous, t):
+            parts.append(" ")
+        previous = t
         if t.sup and t.text.strip():
             sup_run.append(t.text)
             continue
@@ -207,6 +212,20 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
         bold=main[0].bold,
         page=page,
     )
+
+
+# Advance widths (Times, 1/1000 em) of Polish one-letter words. The typesetter binds them to
+# the next word with positioning instead of a space glyph ("i" … "w art."), so the text layer
+# reads "iw"; a gap wider than the letter itself shows the space.
+_ONE_LETTER_WIDTH = {"a": 0.444, "i": 0.278, "o": 0.5, "u": 0.5, "w": 0.722, "z": 0.444,
+                     "A": 0.722, "I": 0.333, "O": 0.722, "U": 0.722, "W": 0.944, "Z": 0.611}
+
+
+def _hard_space(previous: _Token, token: _Token) -> bool:
+    width = _ONE_LETTER_WIDTH.get(previous.text)
+    if width is None or previous.sup or token.sup or not token.text[:1].strip():
+        return False
+    return token.x - previous.x > (width + 0.08) * previous.size
 
 
 def _body_size(pages: list[list[_Line]]) -> float:

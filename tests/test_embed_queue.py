@@ -1,0 +1,177 @@
+"""The embedding queue: workers share it, nothing is embedded twice, model switches, crash recovery.
+
+The model server here is the Ollama stand-in (tests/ollama_stand_in.py, a loopback server that
+speaks /api/embed with deterministic vectors), so the counts of texts it was sent are exact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from conftest import ELI_MIRROR, REPO, require_mirror, run_cli
+from ollama_stand_in import OllamaStandIn, stand_in_vector
+
+
+def _env(url: str, ollama: OllamaStandIn, model: str = "bge-m3") -> dict:
+    return {"DATABASE_URL": url, "EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url, "EMBED_MODEL": model,
+            "EMBED_BATCH_SIZE": "8"}
+
+
+def _sent_texts(ollama: OllamaStandIn) -> list[str]:
+    texts: list[str] = []
+    for request in ollama.embed_requests():
+        inputs = request["input"]
+        texts.extend([inputs] if isinstance(inputs, str) else inputs)
+    return texts
+
+
+def _ingest(url: str, *acts: str, env: dict | None = None, embed: bool = False) -> dict:
+    args = ["ingest", "--source", str(ELI_MIRROR), "--json"] + [f"--act={a}" for a in acts]
+    if not embed:
+        args.append("--no-embed")
+    result = run_cli(*args, env={"DATABASE_URL": url, **(env or {})})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _distinct_texts(url: str) -> int:
+    with psycopg.connect(url) as c:
+        return c.execute("SELECT count(DISTINCT content_sha256) FROM chunks").fetchone()[0]
+
+
+def test_two_workers_drain_one_queue_and_embed_every_text_exactly_once(scratch_url):
+    require_mirror()
+    _ingest(scratch_url, "DU/2026/548", "DU/2024/581")
+    total = _distinct_texts(scratch_url)
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        ollama.delay = 0.05  # both workers are still claiming batches while the other computes
+        env = {**os.environ, **_env(scratch_url, ollama)}
+        workers = [subprocess.Popen([sys.executable, "-m", "pipeline", "embed", "--json"], env=env, cwd=REPO,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outputs = [w.communicate(timeout=300) for w in workers]
+        sent = _sent_texts(ollama)
+    for w, (out, err) in zip(workers, outputs):
+        assert w.returncode == 0, err
+    embedded = [json.loads(out)["embedded"] for out, _ in outputs]
+    assert sum(embedded) == total and all(n > 0 for n in embedded), embedded  # both worked, no overlap
+    assert len(sent) == len(set(sent)) == total  # no text reached the model twice
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM embeddings WHERE model = 'bge-m3'").fetchone()[0] == total
+        assert c.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
+        # Every chunk of the current texts has its vector.
+        assert c.execute("""SELECT count(*) FROM current_chunks c WHERE NOT EXISTS (
+            SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = 'bge-m3')""").fetchone()[0] == 0
+
+
+def test_reingest_unchanged_embeds_nothing_and_a_changed_article_embeds_only_its_chunks(scratch_url, tmp_path):
+    require_mirror()
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        first = _ingest(scratch_url, "DU/2024/581", env=_env(scratch_url, ollama), embed=True)
+        assert first["embedded"] == _distinct_texts(scratch_url) > 0
+        again = _ingest(scratch_url, "DU/2024/581", env=_env(scratch_url, ollama), embed=True)
+        assert again["acts"][0]["status"] == "unchanged" and again["embedded"] == 0
+
+        # A new text of the act where one article's wording differs.
+        src = ELI_MIRROR / "acts/DU/2024/581"
+        dst = tmp_path / "acts/DU/2024/581"
+        dst.mkdir(parents=True)
+        (dst / "meta.json").write_bytes((src / "meta.json").read_bytes())
+        html = (src / "text.html").read_text(encoding="utf-8")
+        old = "może być obecna osoba bliska"
+        assert html.count(old) == 1
+        (dst / "text.html").write_text(html.replace(old, "może być obecna osoba bliska lub opiekun"), encoding="utf-8")
+        before = len(_sent_texts(ollama))
+        result = run_cli("ingest", "--source", str(tmp_path), "--act", "DU/2024/581", "--json",
+                         env=_env(scratch_url, ollama))
+        assert result.returncode == 0, result.stderr
+        summary = json.loads(result.stdout)
+        new_texts = _sent_texts(ollama)[before:]
+    act = summary["acts"][0]
+    assert act["status"] == "new" and act["version"] == 2
+    assert act["changes"] == {"added": [], "changed": ["21"], "removed": []}
+    with psycopg.connect(scratch_url) as c:
+        parts = c.execute("SELECT count(*) FROM current_chunks WHERE eli = 'DU/2024/581' AND article = '21'").fetchone()[0]
+    assert summary["embedded"] == len(new_texts) == parts
+    assert all("Art. 21" in t for t in new_texts)
+
+
+def test_switching_the_model_embeds_into_a_new_space_and_leaves_the_old_one(scratch_url):
+    require_mirror()
+    _ingest(scratch_url, "DU/2026/548")
+    total = _distinct_texts(scratch_url)
+    with OllamaStandIn({"bge-m3": 1024, "nomic-embed-text": 768}) as ollama:
+        assert run_cli("embed", env=_env(scratch_url, ollama, "bge-m3")).returncode == 0
+        with psycopg.connect(scratch_url) as c:
+            before = c.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = 'bge-m3' "
+                               "ORDER BY 1").fetchall()
+        result = run_cli("embed", "--json", env=_env(scratch_url, ollama, "nomic-embed-text"))
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["embedded"] == total
+        sent = [t for t in _sent_texts(ollama)]
+    assert sum(1 for t in sent if t.startswith("search_document: ")) == total  # the model's passage prefix
+    with psycopg.connect(scratch_url) as c:
+        dims = dict(c.execute("SELECT model, dimensions FROM embedding_models").fetchall())
+        assert dims == {"bge-m3": 1024, "nomic-embed-text": 768}
+        after = c.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = 'bge-m3' "
+                          "ORDER BY 1").fetchall()
+        assert after == before
+        indexes = [r[0] for r in c.execute("SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%'")]
+    assert any("vector(1024)" in d for d in indexes) and any("vector(768)" in d for d in indexes)
+
+
+def test_a_killed_worker_loses_nothing_and_a_rerun_finishes_the_queue(scratch_url):
+    require_mirror()
+    _ingest(scratch_url, "DU/2024/581")
+    total = _distinct_texts(scratch_url)
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        ollama.delay = 0.3
+        env = {**os.environ, **_env(scratch_url, ollama)}
+        worker = subprocess.Popen([sys.executable, "-m", "pipeline", "embed"], env=env, cwd=REPO,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(ollama.embed_requests()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGKILL)  # mid-batch: its claimed rows are locked, then released
+        worker.wait()
+        with psycopg.connect(scratch_url) as c:
+            partial = c.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            queued = c.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+        assert 0 < partial < total and partial + queued == total
+        ollama.delay = 0
+        result = run_cli("embed", "--json", env=_env(scratch_url, ollama))
+        assert result.returncode == 0, result.stderr
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM embeddings").fetchone()[0] == total
+        assert c.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
+        # The stored vector is the model's vector for that exact text (no mix-up of rows and texts).
+        h, text, vec = c.execute("""SELECT e.content_sha256, c.embed_text, e.embedding FROM embeddings e
+                                    JOIN chunks c USING (content_sha256) LIMIT 1""").fetchone()
+    assert np.allclose(np.asarray(vec.to_list()), stand_in_vector(text, 1024), atol=1e-5)
+
+
+def test_model_errors_leave_the_queue_intact_with_the_reason(scratch_url):
+    require_mirror()
+    _ingest(scratch_url, "DU/2026/548")
+    with OllamaStandIn({"nomic-embed-text": 768}) as ollama:  # bge-m3 not pulled
+        result = run_cli("embed", env=_env(scratch_url, ollama, "bge-m3"))
+    assert result.returncode == 1
+    assert "ollama pull bge-m3" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
+        failing = c.execute("SELECT count(*), max(last_error) FROM embedding_queue WHERE last_error IS NOT NULL").fetchone()
+    assert failing[0] >= 1 and "bge-m3" in failing[1]
+
+
+@pytest.mark.parametrize("flag", ["--batch-size=0", "--limit=-1"])
+def test_bad_embed_options_are_rejected(flag):
+    result = run_cli("embed", flag)
+    assert result.returncode == 2 and "Traceback" not in result.stderr

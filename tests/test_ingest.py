@@ -1,0 +1,404 @@
+"""Ingest on the real mirror: every act, the HTTP path, versions, base acts, local files, `show`.
+
+The full-corpus ingest (~100 s) runs once per module into its own database; its identical rerun
+goes on in the background while the tests that need no result from it run, and the last test
+waits for it. Ingests here store no embeddings (``--no-embed`` / ``model=None``) except where the
+embedding queue is the point.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import ELI_MIRROR, REPO, create_database, require_mirror, run_cli
+from eli_server import start_mirror_server
+from pipeline.ingest import ingest_act
+from pipeline.parse.numbering import check_sequence
+
+METADATA_ONLY = ("DU/2023/1465", "DU/2024/1061")
+KODEKS_PRACY = "DU/2025/277"
+PATIENT_RIGHTS = "DU/2024/581"
+
+
+def _acts_with_text() -> list[str]:
+    found = []
+    for meta in (ELI_MIRROR / "acts").glob("*/*/*/meta.json"):
+        if any(f.is_file() and f.stat().st_size for f in (meta.parent / "text.pdf", meta.parent / "text.html")):
+            found.append("/".join(meta.parent.parts[-3:]))
+    return sorted(found)
+
+
+def _ingest_all_args(archive: Path) -> list[str]:
+    return ["ingest", "--source", str(ELI_MIRROR), "--all", "--no-embed", "--json", "--archive", str(archive)]
+
+
+@dataclass
+class CorpusRun:
+    url: str
+    first: subprocess.CompletedProcess
+    report: dict
+    versions_before_rerun: int
+    rerun: subprocess.Popen
+    rerun_out: Path
+    rerun_err: Path
+
+
+@pytest.fixture(scope="module")
+def corpus(server_url, tmp_path_factory):
+    require_mirror()
+    url = create_database(server_url, "ingest_all")
+    archive = tmp_path_factory.mktemp("archive")
+    first = run_cli(*_ingest_all_args(archive), env={"DATABASE_URL": url})
+    report = json.loads(first.stdout)
+    with psycopg.connect(url) as c:
+        versions = c.execute("SELECT count(*) FROM act_versions").fetchone()[0]
+    # The identical second run: started now so that it overlaps the tests below (2 cores).
+    logs = tmp_path_factory.mktemp("rerun")
+    out, err = logs / "stdout.json", logs / "stderr.txt"
+    with out.open("w") as fo, err.open("w") as fe:
+        rerun = subprocess.Popen([sys.executable, "-m", "pipeline", *_ingest_all_args(archive)],
+                                 stdout=fo, stderr=fe, text=True, cwd=REPO,
+                                 env={**os.environ, "DATABASE_URL": url})
+    run = CorpusRun(url, first, report, versions, rerun, out, err)
+    yield run
+    if rerun.poll() is None:
+        rerun.kill()
+        rerun.wait()
+
+
+def _db(url: str):
+    from pipeline import db
+
+    return db.connect(url)
+
+
+def _stored_numbers(url: str, eli: str) -> list[str]:
+    with _db(url) as c:
+        return [n for (n,) in c.execute(
+            "SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
+            "WHERE v.eli = %s AND v.version_no = 1 ORDER BY ar.ordinal", (eli,)).fetchall()]
+
+
+# --- 1. the whole mirror, offline, through the CLI --------------------------------------------
+
+def test_every_act_with_text_ingests_and_metadata_only_acts_fail_cleanly(corpus: CorpusRun) -> None:
+    acts = _acts_with_text()
+    assert len(acts) == 30
+    assert corpus.first.returncode == 1, corpus.first.stderr  # non-zero because of the two failures
+    assert "Traceback" not in corpus.first.stderr
+    by_act = {r["act"]: r for r in corpus.report["acts"]}
+    assert sorted(by_act) == sorted(acts + list(METADATA_ONLY))
+    assert corpus.report["failed"] == 2
+    for act in acts:
+        r = by_act[act]
+        assert (r["status"], r["version"], r["error"]) == ("new", 1, None), r
+        assert r["articles"] > 0 and r["chunks"] >= r["articles"]
+    for act in METADATA_ONLY:
+        r = by_act[act]
+        assert r["status"] == "failed" and r["version"] is None
+        assert r["error"] == f"{act} has no text in {ELI_MIRROR} (metadata only)"
+
+    with _db(corpus.url) as c:
+        rows = dict(c.execute("SELECT eli, count(*) FROM act_versions GROUP BY eli").fetchall())
+        assert rows == dict.fromkeys(acts, 1)
+        stored_acts = {e for (e,) in c.execute("SELECT eli FROM acts").fetchall()}
+        assert stored_acts == set(acts)  # nothing of the failed acts, not even their acts row
+        # every version is complete: its article and chunk rows are all there
+        for eli, n_articles, n_chunks, a, ch in c.execute(
+            "SELECT v.eli, v.article_count, v.chunk_count, "
+            "(SELECT count(*) FROM articles ar WHERE ar.version_id = v.version_id), "
+            "(SELECT count(*) FROM chunks x WHERE x.version_id = v.version_id) FROM act_versions v"
+        ).fetchall():
+            assert (a, ch) == (n_articles, n_chunks) == (by_act[eli]["articles"], by_act[eli]["chunks"]), eli
+        runs = c.execute("SELECT eli, status, message FROM ingest_runs ORDER BY run_id").fetchall()
+        assert len(runs) == 32
+        assert sorted((e, m) for e, s, m in runs if s == "failed") == [
+            (act, f"{act} has no text in {ELI_MIRROR} (metadata only)") for act in METADATA_ONLY
+        ]
+
+
+def test_consolidated_html_takes_the_articles_of_its_annex(corpus: CorpusRun) -> None:
+    numbers = _stored_numbers(corpus.url, PATIENT_RIGHTS)
+    assert len(numbers) == 98
+    assert numbers[:3] == ["1", "2", "3"]
+    with _db(corpus.url) as c:
+        texts = [t for (t,) in c.execute(
+            "SELECT text FROM current_articles WHERE eli = %s ORDER BY ordinal", (PATIENT_RIGHTS,)).fetchall()]
+        title, base = c.execute("SELECT title, base_eli FROM acts WHERE eli = %s", (PATIENT_RIGHTS,)).fetchone()
+    assert texts[0].startswith("Art. 1. Ustawa określa:\n1) prawa pacjenta;")
+    assert not any("ogłasza się w załączniku" in t for t in texts)  # the announcement is not the act
+    assert title.startswith("Obwieszczenie Marszałka Sejmu")
+    assert base == PATIENT_RIGHTS  # the reconstructed meta names no base act
+
+
+def test_article_sequence_is_clean_as_stored(corpus: CorpusRun) -> None:
+    problems = {act: check_sequence(_stored_numbers(corpus.url, act)) for act in _acts_with_text()}
+    assert {act: p for act, p in problems.items() if p} == {}
+
+
+def test_show_prints_an_article_by_any_spelling_of_its_number(corpus: CorpusRun) -> None:
+    env = {"DATABASE_URL": corpus.url}
+    for spelling in ("151^1", "151¹", "art. 151^1", "Art. 151^1."):
+        shown = run_cli("show", KODEKS_PRACY, spelling, env=env)
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0] == f"{KODEKS_PRACY} art. 151^1 (version 1, text as of 2025-02-07)"
+        assert lines[1] == "DZIAŁ SZÓSTY Czas pracy / Rozdział V Praca w godzinach nadliczbowych"
+        assert lines[3].startswith("Art. 151^1. § 1. Za pracę w godzinach nadliczbowych, oprócz normalnego wynagrodzenia")
+
+    unknown = run_cli("show", KODEKS_PRACY, "999", env=env)
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.stderr.splitlines() == [f"Error: {KODEKS_PRACY} has no art. 999 in the selected text"]
+
+
+# --- 2. Kodeks pracy through the real HTTP client ------------------------------------------------
+
+def test_kodeks_pracy_over_http_is_archived_and_reingests_offline(scratch_url: str, tmp_path: Path) -> None:
+    mirror = require_mirror()
+    archive = tmp_path / "dane"
+    args = ["ingest", "--act", KODEKS_PRACY, "--no-embed", "--json", "--archive", str(archive)]
+    with start_mirror_server(mirror) as server:
+        online = run_cli(*args, env={"DATABASE_URL": scratch_url, "ELI_API_URL": server.url})
+        requested = [path for path, _ in server.requests]
+    assert online.returncode == 0, online.stderr
+    (result,) = json.loads(online.stdout)["acts"]
+    assert (result["status"], result["version"], result["source_format"], result["pages"]) == ("new", 1, "pdf", 97)
+    # textHTML is false in its metadata: the client asks for the PDF only
+    assert requested == [f"/acts/{KODEKS_PRACY}", f"/acts/{KODEKS_PRACY}/text.pdf"]
+
+    # raw responses archived byte for byte in the mirror layout, with sums
+    act_dir = archive / "acts" / KODEKS_PRACY
+    src = mirror / "acts" / KODEKS_PRACY
+    assert sorted(p.name for p in act_dir.iterdir()) == ["SHA256SUMS", "meta.json", "text.pdf"]
+    for name in ("meta.json", "text.pdf"):
+        assert (act_dir / name).read_bytes() == (src / name).read_bytes()
+    sums = (act_dir / "SHA256SUMS").read_text().splitlines()
+    assert sorted(sums) == sorted(
+        f"{hashlib.sha256((src / n).read_bytes()).hexdigest()}  {n}" for n in ("meta.json", "text.pdf"))
+
+    with _db(scratch_url) as c:
+        numbers = [n for (n,) in c.execute(
+            "SELECT article FROM current_articles WHERE eli = %s ORDER BY ordinal", (KODEKS_PRACY,)).fetchall()]
+        art = dict(c.execute("SELECT article, text FROM current_articles WHERE eli = %s AND article IN "
+                             "('22^1', '221', '154')", (KODEKS_PRACY,)).fetchall())
+        chunk_texts = [t for (t,) in c.execute("SELECT text FROM current_chunks WHERE eli = %s", (KODEKS_PRACY,))]
+        base = c.execute("SELECT base_eli FROM acts WHERE eli = %s", (KODEKS_PRACY,)).fetchone()[0]
+    assert base == "DU/1974/141"
+    assert len(numbers) == result["articles"] and check_sequence(numbers) == []
+    assert {"22^1", "94^3", "151^1", "151^8", "167^2"} <= set(numbers)
+    # superscripts read as digits would give 943, 1511, 1518, 1672...: Kodeks pracy ends at art. 305
+    assert max(int(re.match(r"\d+", n).group()) for n in numbers) < 310
+    # art. 221 is real (dangerous substances), not art. 22^1 (personal data of candidates) misread
+    assert numbers.count("221") == numbers.count("22^1") == 1
+    assert art["22^1"].startswith("Art. 22^1. § 1. Pracodawca żąda od osoby ubiegającej się o zatrudnienie")
+    assert art["221"].startswith("Art. 221. § 1. Niedopuszczalne jest stosowanie substancji chemicznych")
+    assert "2) 26 dni – jeżeli pracownik jest zatrudniony co najmniej 10 lat." in art["154"]
+    assert len(chunk_texts) == result["chunks"]
+    assert not [t for t in chunk_texts if "Dziennik Ustaw" in t or re.search(r"Poz\.\s*277\b", t)]
+
+    # the server is gone: --offline reads the archive only, and the text is the same
+    offline = run_cli(*args, "--offline", env={"DATABASE_URL": scratch_url, "ELI_API_URL": server.url})
+    assert offline.returncode == 0, offline.stderr
+    (again,) = json.loads(offline.stdout)["acts"]
+    assert (again["status"], again["version"], again["articles"]) == ("unchanged", 1, result["articles"])
+    with _db(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM act_versions").fetchone()[0] == 1
+
+
+# --- 5. versions of one act ------------------------------------------------------------------------
+
+def _edited_copy(root: Path, act: str, old: str, new: str) -> Path:
+    """A mirror-layout copy of ``act`` in ``root`` whose HTML has ``old`` replaced by ``new``."""
+    src = require_mirror() / "acts" / act
+    dst = root / "acts" / act
+    dst.mkdir(parents=True)
+    shutil.copy(src / "meta.json", dst / "meta.json")
+    html = (src / "text.html").read_bytes()
+    assert html.count(old.encode()) == 1
+    (dst / "text.html").write_bytes(html.replace(old.encode(), new.encode()))
+    return root
+
+
+def test_a_changed_article_makes_a_new_version_and_queues_only_its_chunks(conn, scratch_url: str, tmp_path: Path) -> None:
+    mirror = require_mirror()
+    archive = tmp_path / "dane"
+    v1 = ingest_act(conn, scratch_url, PATIENT_RIGHTS, model="test-model", archive_dir=archive, source_dir=mirror)
+    assert (v1.status, v1.version, v1.articles, v1.changes) == ("new", 1, 98, {})
+    v1_hashes = {h for (h,) in conn.execute("SELECT content_sha256 FROM chunks").fetchall()}
+    assert v1.queued == len(v1_hashes) == conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+    # Version 1 counts as embedded: vectors exist for its texts and the queue is drained.
+    conn.execute("INSERT INTO embedding_models (model, dimensions, backend) VALUES ('test-model', 3, 'stand-in')")
+    conn.execute("INSERT INTO embeddings (content_sha256, model, embedding) "
+                 "SELECT h, 'test-model', '[1,0,0]' FROM unnest(%s::text[]) h", (sorted(v1_hashes),))
+    conn.execute("DELETE FROM embedding_queue")
+    conn.commit()
+
+    old, new = "odmówić obecności osoby bliskiej", "odmówić obecności każdej osoby bliskiej"
+    edited = _edited_copy(tmp_path / "edited", PATIENT_RIGHTS, old, new)
+    v2 = ingest_act(conn, scratch_url, PATIENT_RIGHTS, model="test-model", archive_dir=archive, source_dir=edited)
+    assert (v2.status, v2.version, v2.articles) == ("new", 2, 98)
+    assert v2.changes == {"added": [], "changed": ["21"], "removed": []}
+    assert not list(archive.rglob("*"))  # --source reads in place, archives nothing
+
+    changed_hashes = {h for (h,) in conn.execute(
+        "SELECT c.content_sha256 FROM chunks c JOIN act_versions v USING (version_id) "
+        "WHERE v.version_no = 2 AND c.article = '21'").fetchall()}
+    queued = {h for (h,) in conn.execute("SELECT content_sha256 FROM embedding_queue").fetchall()}
+    assert queued == changed_hashes and v2.queued == len(changed_hashes) >= 1
+    assert not changed_hashes & v1_hashes
+
+    rows = conn.execute("SELECT version_no, valid_from, changes FROM act_versions ORDER BY version_no").fetchall()
+    assert [(n, d) for n, d, _ in rows] == [(1, dt.date(2024, 4, 16)), (2, dt.date(2024, 4, 16))]
+    assert rows[1][2] == v2.changes
+    current = conn.execute("SELECT version_no, text FROM current_articles WHERE eli = %s AND article = '21'",
+                           (PATIENT_RIGHTS,)).fetchall()
+    assert len(current) == 1 and current[0][0] == 2 and new in current[0][1]
+    assert conn.execute("SELECT count(*) FROM current_articles").fetchone()[0] == 98
+    conn.rollback()
+
+    # the same file again: no version 3
+    again = ingest_act(conn, scratch_url, PATIENT_RIGHTS, model=None, archive_dir=archive, source_dir=edited)
+    assert (again.status, again.version) == ("unchanged", 2)
+
+    env = {"DATABASE_URL": scratch_url}
+    shown_v1 = run_cli("show", PATIENT_RIGHTS, "21", "--version", "1", env=env)
+    assert shown_v1.returncode == 0, shown_v1.stderr
+    assert shown_v1.stdout.startswith(f"{PATIENT_RIGHTS} art. 21 (version 1, text as of 2024-04-16)")
+    assert old in shown_v1.stdout and new not in shown_v1.stdout
+    # two versions valid from the same day: the later ingest is the text in force
+    for extra in ((), ("--as-of", "2024-04-16"), ("--as-of", "2030-01-01")):
+        shown = run_cli("show", PATIENT_RIGHTS, "21", *extra, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith(f"{PATIENT_RIGHTS} art. 21 (version 2, text as of 2024-04-16)")
+        assert new in shown.stdout
+    before = run_cli("show", PATIENT_RIGHTS, "21", "--as-of", "2024-04-15", env=env)
+    assert before.returncode == 1
+    assert before.stderr.splitlines() == [f"Error: no stored text of {PATIENT_RIGHTS} is in force on 2024-04-15"]
+    missing = run_cli("show", PATIENT_RIGHTS, "21", "--version", "3", env=env)
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines() == [f"Error: {PATIENT_RIGHTS} has no stored version 3"]
+
+
+# --- 6. consolidated texts of one base act ---------------------------------------------------------
+
+def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url: str, tmp_path: Path) -> None:
+    mirror = require_mirror()
+    # The 2023 consolidated Labour Code (real metadata, legal status 2023-06-13) has no text in the
+    # mirror; it gets the 2025 text's PDF here. Which one is "in force" depends only on the dates.
+    older = "DU/2023/1465"
+    d = tmp_path / "src" / "acts" / older
+    d.mkdir(parents=True)
+    shutil.copy(mirror / "acts" / older / "meta.json", d / "meta.json")
+    shutil.copy(mirror / "acts" / KODEKS_PRACY / "text.pdf", d / "text.pdf")
+
+    archive = tmp_path / "dane"
+    newer_result = ingest_act(conn, scratch_url, KODEKS_PRACY, model=None, archive_dir=archive, source_dir=mirror)
+    older_result = ingest_act(conn, scratch_url, older, model=None, archive_dir=archive, source_dir=tmp_path / "src")
+    assert (newer_result.status, older_result.status) == ("new", "new")  # each ELI has its own version 1
+
+    assert dict(conn.execute("SELECT eli, base_eli FROM acts").fetchall()) == {
+        KODEKS_PRACY: "DU/1974/141", older: "DU/1974/141"}
+    assert dict(conn.execute("SELECT eli, valid_from FROM act_versions").fetchall()) == {
+        KODEKS_PRACY: dt.date(2025, 2, 7), older: dt.date(2023, 6, 13)}
+
+    def in_force(day: dt.date | None) -> list[str]:
+        return [e for (e,) in conn.execute("SELECT eli FROM versions_as_of(%s)", (day,)).fetchall()]
+
+    assert in_force(None) == [KODEKS_PRACY]  # one text per base act, the newest
+    assert in_force(dt.date(2025, 2, 7)) == [KODEKS_PRACY]
+    assert in_force(dt.date(2025, 2, 6)) == [older]
+    assert in_force(dt.date(2023, 6, 13)) == [older]
+    assert in_force(dt.date(2023, 6, 12)) == []
+    assert conn.execute("SELECT eli FROM current_versions").fetchall() == [(KODEKS_PRACY,)]
+    conn.rollback()
+
+    # `show` of either ELI gives the text of the base act in force on the date
+    env = {"DATABASE_URL": scratch_url}
+    then = run_cli("show", KODEKS_PRACY, "154", "--as-of", "2024-01-01", env=env)
+    assert then.returncode == 0, then.stderr
+    assert then.stdout.startswith(f"{older} art. 154 (version 1, text as of 2023-06-13)")
+    now = run_cli("show", older, "154", env=env)
+    assert now.returncode == 0, now.stderr
+    assert now.stdout.startswith(f"{KODEKS_PRACY} art. 154 (version 1, text as of 2025-02-07)")
+
+
+# --- 7. local files ---------------------------------------------------------------------------------
+
+def _counts(url: str) -> tuple[int, ...]:
+    with _db(url) as c:
+        return tuple(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                     for t in ("acts", "act_versions", "articles", "chunks"))
+
+
+def test_local_files_take_the_act_from_the_name_or_act(scratch_url: str, tmp_path: Path) -> None:
+    mirror = require_mirror()
+    env = {"DATABASE_URL": scratch_url}
+    pdf = tmp_path / "D20260548.pdf"
+    shutil.copy(mirror / "acts/DU/2026/548/text.pdf", pdf)
+    html = tmp_path / "ustawa.html"
+    shutil.copy(mirror / "acts" / PATIENT_RIGHTS / "text.html", html)
+
+    from_name = run_cli("ingest", str(pdf), "--no-embed", "--json", env=env)
+    assert from_name.returncode == 0, from_name.stderr
+    (r,) = json.loads(from_name.stdout)["acts"]
+    assert (r["act"], r["status"], r["source_format"], r["pages"], r["articles"]) == ("DU/2026/548", "new", "pdf", 7, 39)
+
+    with_act = run_cli("ingest", str(html), "--act", PATIENT_RIGHTS, "--no-embed", "--json", env=env)
+    assert with_act.returncode == 0, with_act.stderr
+    (r,) = json.loads(with_act.stdout)["acts"]
+    assert (r["act"], r["status"], r["source_format"], r["articles"]) == (PATIENT_RIGHTS, "new", "html", 98)
+
+    with _db(scratch_url) as c:
+        title, meta = c.execute("SELECT title, meta FROM acts WHERE eli = 'DU/2026/548'").fetchone()
+    assert title.casefold() == "ustawa z dnia 27 marca 2026 r. o zarządzaniu danymi"  # as printed: "USTAWA z dnia"
+    assert meta["_provenance"] == "local file D20260548.pdf"
+    assert _counts(scratch_url)[:2] == (2, 2)
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("ustawa.pdf", None, "failed: cannot tell the act of ustawa.pdf from its name; pass --act DU/YYYY/POS"),
+    ("D20260548.pdf", b"", "failed: D20260548.pdf is empty"),
+    ("D20260548.html", b"", "failed: D20260548.html is empty"),
+    ("D20260548.pdf", bytes(range(256)) * 8, "failed: D20260548.pdf is neither a PDF nor an HTML document"),
+    ("D20260548.pdf", "pdf-head", "failed: corrupt PDF: "),
+])
+def test_bad_local_files_fail_in_one_line_and_write_nothing(scratch_url: str, tmp_path: Path, name: str,
+                                                           content: bytes | str | None, message: str) -> None:
+    real = require_mirror() / "acts/DU/2026/548/text.pdf"
+    path = tmp_path / name
+    if content is None:
+        shutil.copy(real, path)  # a good PDF, but nothing tells which act it is
+    elif content == "pdf-head":
+        path.write_bytes(real.read_bytes()[:20000])  # a PDF cut short
+    else:
+        path.write_bytes(content)
+    done = run_cli("ingest", str(path), "--no-embed", env={"DATABASE_URL": scratch_url})
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line.strip() for line in done.stderr.splitlines() if "failed:" in line or line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), done.stderr
+    assert _counts(scratch_url) == (0, 0, 0, 0)
+
+
+# --- 1 (end). the identical rerun, started in the background by the fixture ---------------------
+
+def test_second_identical_run_changes_nothing(corpus: CorpusRun) -> None:
+    assert corpus.rerun.wait(timeout=600) == 1, corpus.rerun_err.read_text()
+    report = json.loads(corpus.rerun_out.read_text())
+    statuses = {r["act"]: (r["status"], r["version"]) for r in report["acts"]}
+    assert statuses == {**dict.fromkeys(_acts_with_text(), ("unchanged", 1)),
+                        **dict.fromkeys(METADATA_ONLY, ("failed", None))}
+    with _db(corpus.url) as c:
+        assert c.execute("SELECT count(*), max(version_no) FROM act_versions").fetchone() == (
+            corpus.versions_before_rerun, 1)

@@ -1,0 +1,179 @@
+"""The Dziennik Ustaw PDF parser on the real files of the shared mirror."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+from functools import cache
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+
+from pipeline.parse.model import ParsedAct, ParseError
+from pipeline.parse.numbering import check_sequence
+from pipeline.parse.pdf import parse_pdf
+
+# Every PDF of the mirror, with its page count and last article (read off the files).
+PDF_ACTS = {
+    "DU/2025/277": (97, "305"),
+    "DU/2025/1480": (30, "72"),
+    "DU/2025/644": (67, "198"),
+    "DU/2025/869": (30, "88"),
+    "DU/2025/1461": (204, "252"),
+    "DU/2026/156": (61, "221"),
+    "DU/2026/187": (43, "161"),
+    "DU/2026/252": (102, "49"),
+    "DU/2026/548": (7, "39"),
+    "DU/2026/1003": (34, "127"),
+}
+
+# Problems check_sequence reports that are not parser faults.
+ALLOWED_SEQUENCE_PROBLEMS = {
+    # art. 129q / 31q / 61q exist in the acts; numbering's alphabet has no "q" (yet).
+    "DU/2025/644": {"not a canonical article number: '129q'"},
+    "DU/2025/1461": {"not a canonical article number: '31q'", "not a canonical article number: '61q'"},
+}
+
+_HEADER = re.compile(r"Dziennik Ustaw\s*–\s*\d+\s*–\s*Poz\.")
+
+
+def _mirror() -> Path:
+    shared = os.environ.get("PIPELINE_SHARED")
+    root = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "eli"
+    if not (root / "acts").is_dir():
+        if shared:
+            pytest.fail(f"PIPELINE_SHARED is set but {root} holds no ELI mirror")
+        pytest.skip(f"no ELI mirror at {root} (set PIPELINE_SHARED)")
+    return root
+
+
+_SECONDS: dict[str, float] = {}
+
+
+@cache
+def _parsed(act: str) -> ParsedAct:
+    data = (_mirror() / "acts" / act / "text.pdf").read_bytes()
+    start = time.perf_counter()
+    parsed = parse_pdf(data)
+    _SECONDS[act] = time.perf_counter() - start
+    return parsed
+
+
+def _article(act: str, number: str):
+    found = [a for a in _parsed(act).articles if a.number == number]
+    assert len(found) == 1, f"{act}: art. {number} found {len(found)} times"
+    return found[0]
+
+
+@pytest.mark.parametrize("act", sorted(PDF_ACTS))
+def test_article_sequence_is_complete_and_ordered(act: str) -> None:
+    parsed = _parsed(act)
+    pages, last = PDF_ACTS[act]
+    numbers = [a.number for a in parsed.articles]
+    assert parsed.source_format == "pdf" and parsed.pages == pages
+    assert numbers[0] == "1" and numbers[-1] == last
+    problems = set(check_sequence(numbers)) - ALLOWED_SEQUENCE_PROBLEMS.get(act, set())
+    assert not problems, sorted(problems)
+    for article in parsed.articles:
+        assert article.text.startswith(f"Art. {article.number}."), article.text[:40]
+        assert not _HEADER.search(article.text), f"running header in art. {article.number}"
+        assert not re.search(r"\w-\n", article.text), f"unjoined hyphenation in art. {article.number}"
+
+
+def test_kodeks_pracy_superscript_articles_are_recovered() -> None:
+    numbers = {a.number for a in _parsed("DU/2025/277").articles}
+    assert {"22^1", "94^3", "151^1", "151^8", "167^2", "18^3e"} <= numbers
+    # the text layer reads them as "943", "1511", …; (art. 221 exists in its own right)
+    assert not {"943", "1511", "1518", "1672", "183e"} & numbers
+    assert _article("DU/2025/277", "151^1").text.startswith("Art. 151^1. § 1. Za pracę w godzinach nadliczbowych")
+    # superscripts inside the text: paragraph numbers and references
+    assert "§ 2^1. Przepis § 2 stosuje się także" in _article("DU/2025/277", "291").text
+    assert "art. 22^2 § 6" in "\n".join(a.text for a in _parsed("DU/2025/277").articles)
+
+
+def test_kodeks_pracy_texts() -> None:
+    assert "2) 26 dni – jeżeli pracownik jest zatrudniony co najmniej 10 lat." in _article("DU/2025/277", "154").text
+    assert "nie więcej niż 4 dni urlopu w każdym roku kalendarzowym" in _article("DU/2025/277", "167^2").text
+    # a word hyphenated across a line end is joined
+    assert "niekorzystnego traktowania pracownika" in _article("DU/2025/277", "18^3e").text
+    for article in _parsed("DU/2025/277").articles:
+        assert "Dziennik Ustaw" not in article.text and "Poz. 277" not in article.text
+        assert "W tym brzmieniu obowiązuje" not in article.text  # footnotes are dropped
+
+
+def test_kodeks_pracy_headings_and_title() -> None:
+    parsed = _parsed("DU/2025/277")
+    assert parsed.title == "USTAWA z dnia 26 czerwca 1974 r. Kodeks pracy"
+    assert _article("DU/2025/277", "151^1").heading_path == [
+        "DZIAŁ SZÓSTY Czas pracy",
+        "Rozdział V Praca w godzinach nadliczbowych",
+    ]
+    assert _article("DU/2025/277", "1").heading_path == ["DZIAŁ PIERWSZY Przepisy ogólne", "Rozdział I Przepisy wstępne"]
+
+
+def test_consolidated_text_yields_the_annexed_act_only() -> None:
+    articles = _parsed("DU/2025/277").articles
+    # the announcement's own items and its list of amendments ("„Art. 32. Ustawa wchodzi…”") are not articles
+    assert [a.number for a in articles].count("1") == 1
+    assert articles[0].text == "Art. 1. Kodeks pracy określa prawa i obowiązki pracowników i pracodawców."
+
+
+def test_repealed_articles() -> None:
+    assert _article("DU/2025/277", "27").repealed and _article("DU/2025/277", "27").text == "Art. 27. (uchylony)"
+    # a repealed chapter "(zawierający art. 19–21 – uchylony)" still accounts for its articles
+    for number in ("19", "20", "21", "67^1", "67^17", "284", "290^1"):
+        assert _article("DU/2025/277", number).repealed, number
+    assert not _article("DU/2025/277", "22").repealed
+    # "Art. 61–85. (pominięte)": one article per number, omitted but not repealed
+    omitted = [a for a in _parsed("DU/2025/869").articles if a.text.endswith("(pominięte)")]
+    assert [a.number for a in omitted] == [str(n) for n in range(61, 86)]
+
+
+def test_amending_act_keeps_quoted_articles_inside_the_enclosing_article() -> None:
+    articles = _parsed("DU/2026/252").articles
+    assert [a.number for a in articles] == [str(n) for n in range(1, 50)]
+    first = articles[0].text
+    assert first.startswith("Art. 1. W ustawie z dnia 5 lipca 2018 r. o krajowym systemie cyberbezpieczeństwa")
+    assert "„Art. 5a." in first and "\nArt. 7b." in first  # added articles quoted in the amendment
+
+
+def test_new_act_headings_and_real_hyphens() -> None:
+    assert _article("DU/2026/548", "3").heading_path == [
+        "Rozdział 2 Ponowne wykorzystywanie danych",
+        "Oddział 1 Pojedynczy punkt informacyjny",
+    ]
+    # a real hyphen at a line end is printed twice ("pielęgnacyjno-" / "-opiekuńczym"): one is kept
+    text = _article("DU/2025/1461", "18").text
+    assert "pielęgnacyjno-opiekuńczym" in text and "pielęgnacyjno--" not in text
+
+
+def _pdf_bytes(writer: PdfWriter) -> bytes:
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_bad_input_raises_parse_error() -> None:
+    with pytest.raises(ParseError, match="not a PDF"):
+        parse_pdf(b"<html>not a pdf</html>")
+    real = (_mirror() / "acts" / "DU/2026/548" / "text.pdf").read_bytes()
+    with pytest.raises(ParseError):
+        parse_pdf(real[:2000])  # truncated
+    blank = PdfWriter()
+    blank.add_blank_page(595, 842)
+    with pytest.raises(ParseError, match="no articles"):
+        parse_pdf(_pdf_bytes(blank))
+    blank.encrypt("secret")
+    with pytest.raises(ParseError, match="encrypted"):
+        parse_pdf(_pdf_bytes(blank))
+
+
+def test_speed_report() -> None:
+    for act in PDF_ACTS:
+        _parsed(act)
+    pages = sum(_parsed(act).pages for act in PDF_ACTS)
+    seconds = sum(_SECONDS.values())
+    print(f"\n{pages} pages in {seconds:.1f} s: {pages / seconds:.1f} pages/s")
+    assert pages / seconds > 2  # a 200-page act in well under two minutes
