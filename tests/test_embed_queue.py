@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ELI_MIRROR, REPO, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn, stand_in_vector
+from pipeline import db
 
 
 def _env(url: str, ollama: OllamaStandIn, model: str = "bge-m3") -> dict:
@@ -148,13 +149,13 @@ def test_a_killed_worker_loses_nothing_and_a_rerun_finishes_the_queue(scratch_ur
         ollama.delay = 0
         result = run_cli("embed", "--json", env=_env(scratch_url, ollama))
         assert result.returncode == 0, result.stderr
-    with psycopg.connect(scratch_url) as c:
+    with db.connect(scratch_url) as c:
         assert c.execute("SELECT count(*) FROM embeddings").fetchone()[0] == total
         assert c.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
         # The stored vector is the model's vector for that exact text (no mix-up of rows and texts).
         h, text, vec = c.execute("""SELECT e.content_sha256, c.embed_text, e.embedding FROM embeddings e
                                     JOIN chunks c USING (content_sha256) LIMIT 1""").fetchone()
-    assert np.allclose(np.asarray(vec.to_list()), stand_in_vector(text, 1024), atol=1e-5)
+    assert np.allclose(vec, stand_in_vector(text, 1024), atol=1e-5)
 
 
 def test_model_errors_leave_the_queue_intact_with_the_reason(scratch_url):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 # Letter suffixes are Polish letters ("95ł" exists), ordered as the Polish alphabet.
-_ALPHABET = "aąbcćdeęfghijklłmnńoóprsśtuvwxyzźż"
+_ALPHABET = "aąbcćdeęfghijklłmnńoópqrsśtuvwxyzźż"
 _LETTERS = f"[{_ALPHABET}]{{0,3}}"
 _CANONICAL = re.compile(rf"^(\d+)({_LETTERS})(?:\^(\d+))?({_LETTERS})$")
 

@@ -8,6 +8,7 @@ top-level articles.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 from collections import Counter
@@ -250,7 +251,7 @@ def _drop_furniture(lines: list[_Line], body: float) -> list[_Line]:
     # Footnotes: the block of small-print lines below the last body-size line.
     last_body = max((i for i, ln in enumerate(kept) if ln.size >= _FOOTNOTE_RATIO * body), default=-1)
     kept = [ln for i, ln in enumerate(kept) if i <= last_body or ln.size >= _FOOTNOTE_RATIO * body]
-    for previous, line in zip(kept, kept[1:]):
+    for previous, line in itertools.pairwise(kept):
         line.gap = previous.y - line.y
     return kept
 
@@ -280,7 +281,8 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
 
     for line in lines:
         text = line.text
-        if depth == 0 and (_SIGNATURE.match(text) or (_ANNEX.match(text) and blocks)):
+        if depth == 0 and blocks and line.x > 200 and (_SIGNATURE.match(text) or _ANNEX.match(text)):
+            # the signature or an annex, set off to the right, ends the act's articles
             break
         top = depth == 0
         depth = max(0, depth + text.count("„") - text.count("”"))
@@ -289,7 +291,7 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
                 _append(blocks[-1], line, paragraph_gap)
             continue
 
-        heading = _HEADING.match(text)
+        heading = _HEADING.match(text) if line.x > 120 else None  # heading labels are centred
         if heading:
             level = _LEVELS[heading.group(1)]
             headings = [(lv, t) for lv, t in headings if lv < level]
