@@ -38,7 +38,7 @@ def short_title(title: str | None) -> str:
     """
     if not title:
         return ""
-    m = re.search(r"jednolitego tekstu\s+(.*)$", title, flags=re.S)
+    m = re.search(r"jednolitego tekstu\s+(.*)$", title, flags=re.DOTALL)
     text = m.group(1) if m else title
     text = " ".join(text.split())
     # The announcement names the act in the genitive ("tekstu ustawy"); the header uses the nominative.
@@ -151,5 +151,5 @@ def text_sha256(articles: list[Article]) -> str:
     """Hash of an act's parsed text: same articles and wording => same hash, whatever the file bytes."""
     h = hashlib.sha256()
     for a in articles:
-        h.update(f"{a.number}\x1f{int(a.repealed)}\x1f{' / '.join(a.heading_path)}\x1f{a.text}\x1e".encode("utf-8"))
+        h.update(f"{a.number}\x1f{int(a.repealed)}\x1f{' / '.join(a.heading_path)}\x1f{a.text}\x1e".encode())
     return h.hexdigest()

@@ -4,19 +4,20 @@ This is the library API behind ``pipeline ingest``; the CLI only adds progress a
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import psycopg
 
 from . import store
 from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
-from .parse import ParseError, ParsedAct
+from .parse import ParsedAct, ParseError
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
 
@@ -65,8 +66,8 @@ def sniff_format(data: bytes, name: str = "") -> str:
 
 
 _FILE_ID = [
-    re.compile(r"(?P<pub>DU|MP)[_/-](?P<year>\d{4})[_/-](?P<pos>\d+)", re.I),  # DU_2025_277.pdf
-    re.compile(r"\b(?P<pub>D|M)(?P<year>\d{4})0*(?P<pos>[1-9]\d{0,3})L?j?\.(?:pdf|html?)$", re.I),  # D20250277.pdf
+    re.compile(r"(?P<pub>DU|MP)[_/-](?P<year>\d{4})[_/-](?P<pos>\d+)", re.IGNORECASE),  # DU_2025_277.pdf
+    re.compile(r"\b(?P<pub>D|M)(?P<year>\d{4})0*(?P<pos>[1-9]\d{0,3})L?j?\.(?:pdf|html?)$", re.IGNORECASE),  # D20250277.pdf
     re.compile(r"acts/(?P<pub>DU|MP)/(?P<year>\d{4})/(?P<pos>\d+)/text\.(?:pdf|html)$"),  # mirror layout
 ]
 
@@ -161,6 +162,9 @@ def ingest_act(
     except (FetchError, ParseError, IngestError, ValueError) as exc:
         conn.rollback()
         result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
+    except BaseException as exc:
+        _abandon(conn, url, run_id, exc)
+        raise
     result.seconds = time.perf_counter() - t0
     store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
                      version_id=_version_id(conn, result))
@@ -195,6 +199,9 @@ def ingest_file(
     except (OSError, ParseError, IngestError, ValueError) as exc:
         conn.rollback()
         result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
+    except BaseException as exc:
+        _abandon(conn, url, run_id, exc)
+        raise
     result.seconds = time.perf_counter() - t0
     store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
                      version_id=_version_id(conn, result))
@@ -208,6 +215,14 @@ def _version_id(conn: psycopg.Connection, result: IngestResult) -> int | None:
                        (result.act, result.version)).fetchone()
     conn.rollback()
     return row[0] if row else None
+
+
+def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException) -> None:
+    """An unexpected error or an interrupt: the run is marked failed (not left "running"), then it propagates."""
+    with contextlib.suppress(Exception):
+        conn.rollback()
+    with contextlib.suppress(Exception):
+        store.finish_run(url, run_id, "failed", message=_one_line(exc))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -172,7 +172,8 @@ def _sha(text: str) -> str:
 
 def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Article]) -> dict[str, list[str]]:
     """Articles added, changed (text differs) and removed relative to the previous version."""
-    old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s", (previous_version,)).fetchall())
+    old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s ORDER BY ordinal",
+                            (previous_version,)).fetchall())
     new = {a.number: _sha(a.text) for a in articles}
     return {
         "added": [n for n in new if n not in old],

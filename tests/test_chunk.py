@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 
 import pytest
-
 from conftest import require_mirror
+
 from pipeline.chunk import chunk_article, context_header, short_title, text_sha256
 from pipeline.parse.html import parse_html
 from pipeline.parse.model import Article
@@ -40,7 +41,7 @@ def _check_parts(article: Article, title: str, max_chars: int, overlap: int, uni
         assert c.embed_text == f"{header}\n{c.text}"
         assert c.content_sha256 == hashlib.sha256(c.embed_text.encode()).hexdigest()
     assert chunks[0].text.startswith(f"Art. {article.number}.")
-    for prev, cur in zip(chunks, chunks[1:]):
+    for prev, cur in itertools.pairwise(chunks):
         # each part repeats the tail of the one before (at least half the overlap, from a word start)
         assert any(prev.text.endswith(cur.text[:k]) for k in range(overlap // 2, overlap + 1)), cur.text[:80]
     # no provision is cut in the middle (nor lost): each one is whole in some part
@@ -89,7 +90,7 @@ def test_long_article_of_paragraphs_splits_between_paragraphs() -> None:
     # every paragraph (~400 chars) fits whole in a part, and each part's new text begins with one
     for p in paragraphs:
         assert any(p in c.text for c in chunks)
-    for prev, c in zip(chunks, chunks[1:]):
+    for prev, c in itertools.pairwise(chunks):
         # a part is: the overlap (tail of the previous part), then whole paragraphs only
         first_new = min((c.text.find(p) for p in paragraphs if c.text.find(p) > 0), default=-1)
         assert first_new > 0 and prev.text.endswith(c.text[:first_new].strip())

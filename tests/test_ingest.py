@@ -20,10 +20,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from conftest import ELI_MIRROR, REPO, create_database, require_mirror, run_cli
 from eli_server import start_mirror_server
+
+from pipeline import store
 from pipeline.ingest import ingest_act
+from pipeline.parse.model import Article, ParsedAct
 from pipeline.parse.numbering import check_sequence
 
 METADATA_ONLY = ("DU/2023/1465", "DU/2024/1061")
@@ -388,6 +390,33 @@ def test_bad_local_files_fail_in_one_line_and_write_nothing(scratch_url: str, tm
     assert "Traceback" not in done.stderr
     errors = [line.strip() for line in done.stderr.splitlines() if "failed:" in line or line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(message), done.stderr
+    assert _counts(scratch_url) == (0, 0, 0, 0)
+
+
+# --- all or nothing ----------------------------------------------------------------------------------
+
+def test_a_failure_inside_the_version_transaction_leaves_nothing(conn, scratch_url: str) -> None:
+    meta = json.loads((require_mirror() / "acts/DU/2026/548/meta.json").read_bytes())
+    # PostgreSQL text cannot hold NUL: the COPY of the second article fails after the acts row,
+    # the version row and the first article were sent.
+    parsed = ParsedAct([Article("1", "Art. 1. Dobry tekst."), Article("2", "Art. 2. Zły\x00bajt.")], source_format="html")
+    with pytest.raises(psycopg.Error):
+        store.store_version(conn, meta, parsed, source_sha256="0" * 64, model="test-model")
+    conn.rollback()
+    assert _counts(scratch_url) == (0, 0, 0, 0)
+    assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
+
+
+def test_a_lost_database_connection_is_recorded_as_a_failed_run(scratch_url: str, tmp_path: Path) -> None:
+    from pipeline import db
+
+    lost = db.connect(scratch_url)
+    lost.close()
+    with pytest.raises(psycopg.OperationalError):
+        ingest_act(lost, scratch_url, "DU/2026/548", model=None, archive_dir=tmp_path, source_dir=require_mirror())
+    with _db(scratch_url) as c:
+        runs = c.execute("SELECT eli, status, message, finished_at IS NOT NULL FROM ingest_runs").fetchall()
+    assert runs == [("DU/2026/548", "failed", "the connection is closed", True)]
     assert _counts(scratch_url) == (0, 0, 0, 0)
 
 
