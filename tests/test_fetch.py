@@ -6,13 +6,13 @@ otherwise is a real API response from the shared mirror.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from pathlib import Path
 
 import pytest
-
+from conftest import require_mirror as _mirror
 from eli_server import Fault, MirrorServer, start_mirror_server
+
 from pipeline import __version__
 from pipeline.fetch import (
     ActId,
@@ -23,16 +23,6 @@ from pipeline.fetch import (
     parse_act_id,
     read_archive,
 )
-
-
-def _mirror() -> Path:
-    shared = os.environ.get("PIPELINE_SHARED")
-    root = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "eli"
-    if not (root / "acts").is_dir():
-        if shared:
-            pytest.fail(f"PIPELINE_SHARED is set but {root} holds no ELI mirror")
-        pytest.skip(f"no ELI mirror at {root} (set PIPELINE_SHARED)")
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +199,8 @@ def test_429_retry_after_honoured(server: MirrorServer) -> None:
 
 def test_permanent_503_gives_up(server: MirrorServer) -> None:
     server.inject(META, [Fault.status(503)] * 10)
-    with _client(server, max_retries=3) as client:
-        with pytest.raises(FetchError) as e:
-            client.meta("DU/2025/277")
+    with _client(server, max_retries=3) as client, pytest.raises(FetchError) as e:
+        client.meta("DU/2025/277")
     assert server.count(META) == 4
     msg = str(e.value)
     assert "failed after 4 attempts: HTTP 503" in msg and "\n" not in msg

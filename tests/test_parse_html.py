@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from functools import cache
-from pathlib import Path
 
 import lxml.html
 import pytest
+from conftest import require_mirror as _mirror
 
 from pipeline.parse.html import parse_html
 from pipeline.parse.model import ParsedAct, ParseError
@@ -37,23 +36,8 @@ HTML_ACTS = {
     "DU/2004/1800": 235,
 }
 
-# Problems check_sequence reports that are true to the source, not parser faults.
-ALLOWED_SEQUENCE_PROBLEMS = {
-    # "Art. 3a<sup>1</sup>." is printed as such; numbering's canonical form has no letter before "^"
-    "DU/2024/1513": ["not a canonical article number: '3a^1'"],
-    # the Prawo o adwokaturze numbers art. 95k, 95l, 95ł, 95m: "ł" is a Polish letter suffix
-    "DU/2024/1564": ["not a canonical article number: '95ł'"],
-}
 
 
-def _mirror() -> Path:
-    shared = os.environ.get("PIPELINE_SHARED")
-    root = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "eli"
-    if not (root / "acts").is_dir():
-        if shared:
-            pytest.fail(f"PIPELINE_SHARED is set but {root} holds no ELI mirror")
-        pytest.skip(f"no ELI mirror at {root} (set PIPELINE_SHARED)")
-    return root
 
 
 def _html(act: str) -> bytes:
@@ -85,7 +69,7 @@ def test_article_sequence_is_clean(act: str) -> None:
     parsed = _parsed(act)
     assert parsed.source_format == "html"
     assert len(parsed.articles) == HTML_ACTS[act]
-    assert check_sequence([a.number for a in parsed.articles]) == ALLOWED_SEQUENCE_PROBLEMS.get(act, [])
+    assert check_sequence([a.number for a in parsed.articles]) == []
     for a in parsed.articles:
         assert a.text.startswith(f"Art. {a.number}."), a.text[:40]
 

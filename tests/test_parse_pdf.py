@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import io
-import os
 import re
 import time
 from functools import cache
-from pathlib import Path
 
 import pytest
+from conftest import require_mirror as _mirror
 from pypdf import PdfWriter
 
 from pipeline.parse.model import ParsedAct, ParseError
@@ -29,24 +28,10 @@ PDF_ACTS = {
     "DU/2026/1003": (34, "127"),
 }
 
-# Problems check_sequence reports that are not parser faults.
-ALLOWED_SEQUENCE_PROBLEMS = {
-    # art. 129q / 31q / 61q exist in the acts; numbering's alphabet has no "q" (yet).
-    "DU/2025/644": {"not a canonical article number: '129q'"},
-    "DU/2025/1461": {"not a canonical article number: '31q'", "not a canonical article number: '61q'"},
-}
 
 _HEADER = re.compile(r"Dziennik Ustaw\s*–\s*\d+\s*–\s*Poz\.")
 
 
-def _mirror() -> Path:
-    shared = os.environ.get("PIPELINE_SHARED")
-    root = (Path(shared) if shared else Path(__file__).resolve().parents[2] / "shared") / "eli"
-    if not (root / "acts").is_dir():
-        if shared:
-            pytest.fail(f"PIPELINE_SHARED is set but {root} holds no ELI mirror")
-        pytest.skip(f"no ELI mirror at {root} (set PIPELINE_SHARED)")
-    return root
 
 
 _SECONDS: dict[str, float] = {}
@@ -74,7 +59,7 @@ def test_article_sequence_is_complete_and_ordered(act: str) -> None:
     numbers = [a.number for a in parsed.articles]
     assert parsed.source_format == "pdf" and parsed.pages == pages
     assert numbers[0] == "1" and numbers[-1] == last
-    problems = set(check_sequence(numbers)) - ALLOWED_SEQUENCE_PROBLEMS.get(act, set())
+    problems = check_sequence(numbers)
     assert not problems, sorted(problems)
     for article in parsed.articles:
         assert article.text.startswith(f"Art. {article.number}."), article.text[:40]
