@@ -88,7 +88,15 @@ BEGIN
     END IF;
     IF mode <> 'vector' THEN
         terms := search_terms(query_text);
-        tsq := (SELECT string_agg(quote_literal(t), ' | ')::tsquery FROM unnest(terms) t);
+        -- Candidates come from the informative terms only: a word in more than a tenth of all
+        -- chunks ("dzień", "pracownik") would make nearly every chunk a candidate, while alone it
+        -- could never lift one into the top fetch_k. It still counts in the score of the others.
+        tsq := (SELECT string_agg(quote_literal(l.lexeme), ' | ')::tsquery
+                FROM lexeme_stats l CROSS JOIN corpus_stats g
+                WHERE l.lexeme = ANY (terms) AND l.ndoc <= 0.1 * g.chunks);
+        IF tsq IS NULL THEN
+            tsq := (SELECT string_agg(quote_literal(t), ' | ')::tsquery FROM unnest(terms) t);
+        END IF;
     END IF;
 
     -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -126,7 +134,8 @@ BEGIN
                            AS text_score
                 FROM chunks c
                 CROSS JOIN corpus_stats g
-                CROSS JOIN LATERAL unnest(c.tsv) t
+                -- Only the query's own lexemes are unnested (ts_filter keeps weight A, given to them).
+                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', $12), '{a}')) t
                 JOIN (SELECT l.lexeme, ln(1 + (g2.chunks - l.ndoc + 0.5) / (l.ndoc + 0.5)) AS idf
                       FROM lexeme_stats l CROSS JOIN corpus_stats g2
                       WHERE l.lexeme = ANY ($12)) w ON w.lexeme = t.lexeme

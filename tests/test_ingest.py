@@ -296,17 +296,22 @@ def test_a_changed_article_makes_a_new_version_and_queues_only_its_chunks(conn, 
 
 def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url: str, tmp_path: Path) -> None:
     mirror = require_mirror()
-    # The 2023 consolidated Labour Code (real metadata, legal status 2023-06-13) has no text in the
-    # mirror; it gets the 2025 text's PDF here. Which one is "in force" depends only on the dates.
+    # The real metadata of two consolidated Labour Codes: 2025 (legal status 2025-02-07) and 2023
+    # (2023-06-13, no text in the mirror). Which one is in force depends only on that metadata, so
+    # each gets a small stand-in text (the Kodeks pracy PDF itself is tested above): 2026/548's
+    # PDF and 2019/914's HTML, told apart by their art. 1.
     older = "DU/2023/1465"
-    d = tmp_path / "src" / "acts" / older
-    d.mkdir(parents=True)
-    shutil.copy(mirror / "acts" / older / "meta.json", d / "meta.json")
-    shutil.copy(mirror / "acts" / KODEKS_PRACY / "text.pdf", d / "text.pdf")
+    src = tmp_path / "src"
+    for act, text in ((KODEKS_PRACY, "DU/2026/548/text.pdf"), (older, "DU/2019/914/text.html")):
+        d = src / "acts" / act
+        d.mkdir(parents=True)
+        shutil.copy(mirror / "acts" / act / "meta.json", d / "meta.json")
+        shutil.copy(mirror / "acts" / text, d / Path(text).name)
 
     archive = tmp_path / "dane"
-    newer_result = ingest_act(conn, scratch_url, KODEKS_PRACY, model=None, archive_dir=archive, source_dir=mirror)
-    older_result = ingest_act(conn, scratch_url, older, model=None, archive_dir=archive, source_dir=tmp_path / "src")
+    # the newer text first: ingest order must not matter, dates do
+    newer_result = ingest_act(conn, scratch_url, KODEKS_PRACY, model=None, archive_dir=archive, source_dir=src)
+    older_result = ingest_act(conn, scratch_url, older, model=None, archive_dir=archive, source_dir=src)
     assert (newer_result.status, older_result.status) == ("new", "new")  # each ELI has its own version 1
 
     assert dict(conn.execute("SELECT eli, base_eli FROM acts").fetchall()) == {
@@ -327,12 +332,14 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
 
     # `show` of either ELI gives the text of the base act in force on the date
     env = {"DATABASE_URL": scratch_url}
-    then = run_cli("show", KODEKS_PRACY, "154", "--as-of", "2024-01-01", env=env)
+    then = run_cli("show", KODEKS_PRACY, "1", "--as-of", "2024-01-01", env=env)
     assert then.returncode == 0, then.stderr
-    assert then.stdout.startswith(f"{older} art. 154 (version 1, text as of 2023-06-13)")
-    now = run_cli("show", older, "154", env=env)
+    assert then.stdout.startswith(f"{older} art. 1 (version 1, text as of 2023-06-13)")
+    assert "Art. 1. W ustawie z dnia 12 maja 2011 r. o Krajowej Radzie Sądownictwa" in then.stdout
+    now = run_cli("show", older, "1", env=env)
     assert now.returncode == 0, now.stderr
-    assert now.stdout.startswith(f"{KODEKS_PRACY} art. 154 (version 1, text as of 2025-02-07)")
+    assert now.stdout.startswith(f"{KODEKS_PRACY} art. 1 (version 1, text as of 2025-02-07)")
+    assert "Art. 1. Ustawa określa:" in now.stdout
 
 
 # --- 7. local files ---------------------------------------------------------------------------------

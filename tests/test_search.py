@@ -10,13 +10,12 @@ import datetime as dt
 import hashlib
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
-
 from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
+
 from pipeline import db, embed, ingest
 from pipeline.fetch import InvalidActId
 from pipeline.parse import Article
@@ -241,7 +240,8 @@ def test_one_row_per_article(corpus, e5):
         (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model"),
         (("q", "[1,0,0]", "multilingual-e5-small", 5, None, None, False, "vector"),
          "query vector has 3 dimensions, model multilingual-e5-small has 384"),
-        (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"), "no embeddings for model no-such-model"),
+        (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"),
+         "no embeddings for model no-such-model (run pipeline embed)"),
     ],
 )
 def test_bad_arguments_raise_clear_sql_errors(corpus, args, message):

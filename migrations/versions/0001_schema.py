@@ -94,6 +94,8 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_version_idx ON chunks (version_id, article);
 CREATE INDEX chunks_content_idx ON chunks (content_sha256);
 CREATE INDEX chunks_tsv_idx ON chunks USING gin (tsv);
+-- Keep the tsvector in the row (not TOAST): the BM25 arm reads it for every candidate.
+ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN;
 
 -- Embedding models in use; each gets its own partial HNSW index on embeddings (created by the app).
 CREATE TABLE embedding_models (

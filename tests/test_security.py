@@ -1,0 +1,269 @@
+"""Security: hostile text in every input, keys never shown, the read-only SQL role really is read-only.
+
+Inputs are passed through the CLI as a user would; afterwards every table must still be there with
+the same rows. The database is this module's own (one act, embedded through the Ollama stand-in).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import create_database, require_mirror, run_cli
+from chat_stand_in import ChatStandIn
+from ollama_stand_in import OllamaStandIn
+
+from pipeline import db, embed, ingest, schema
+from pipeline.embedders import OllamaEmbedder
+
+ACT = "DU/2024/1513"  # e-services act, HTML, 35 articles
+QUESTION = "Czy usługodawca musi podać swój adres elektroniczny?"
+INJECTIONS = [
+    "'; DROP TABLE acts;--",
+    "usługa' OR '1'='1",
+    "$$; DROP TABLE chunks; $$",
+    "'); DELETE FROM articles; --",
+    "usług:* & !(adres) <-> 'x' | \\",
+    "%s %(q)s {0} \\x00",
+]
+SEARCH_CHUNKS = "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, " \
+                "double precision, integer)"
+
+
+@pytest.fixture(scope="module")
+def ollama():
+    with OllamaStandIn({"bge-m3": 1024}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def url(server_url, ollama) -> str:
+    mirror = require_mirror()
+    url = create_database(server_url, "security")
+    embedder = OllamaEmbedder(ollama.url, "bge-m3")
+    with db.connect(url) as c:
+        r = ingest.ingest_act(c, url, ACT, model=embedder.name, archive_dir=Path("/nonexistent"), source_dir=mirror)
+        assert r.status == "new", r.error
+        embed.drain(c, embedder, batch_size=64)
+    return url
+
+
+@pytest.fixture(scope="module")
+def env(url, ollama) -> dict:
+    return {"DATABASE_URL": url, "EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url, "EMBED_MODEL": "bge-m3",
+            "ANSWER_MIN_SIMILARITY": "0"}
+
+
+def snapshot(url: str) -> dict:
+    """Every table, view and function of the schema with the row count of each table."""
+    with psycopg.connect(url) as c:
+        tables = [t for (t,) in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                          "ORDER BY 1")]
+        return {
+            "tables": {t: c.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables},  # catalog names
+            "views": c.execute("SELECT array_agg(viewname ORDER BY viewname) FROM pg_views "
+                               "WHERE schemaname = current_schema()").fetchone()[0],
+            "functions": c.execute("SELECT array_agg(oid::regprocedure::text ORDER BY 1) FROM pg_proc "
+                                   "WHERE pronamespace = current_schema()::regnamespace").fetchone()[0],
+            "roles": c.execute("SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolsuper").fetchone()[0],
+        }
+
+
+def one_error(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.startswith("Error:") or "failed:" in line]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0].strip()
+
+
+# --- SQL injection -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", INJECTIONS)
+def test_hostile_questions_are_only_text(text: str, url: str, env: dict) -> None:
+    before = snapshot(url)
+    for args in (["search", text, "--mode", "text", "--json"], ["search", "usługa " + text, "--json"],
+                 ["ask", text, "--offline", "--json"]):
+        done = run_cli(*args, env=env, timeout=120)
+        assert done.returncode == 0, (args, done.stderr)
+        assert isinstance(json.loads(done.stdout), (list, dict))
+    assert snapshot(url) == before
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["ingest", "--act", "DU/2025/277'; DROP TABLE acts;--", "--no-embed"], 1,
+     "failed: invalid act id \"DU/2025/277'; DROP TABLE acts;--\""),
+    (["search", "usługa", "--act", "DU/2024/1513'); DELETE FROM chunks;--"], 2, "Error: invalid act id"),
+    (["ask", QUESTION, "--offline", "--act", "DU/2024/1513' OR '1'='1"], 2, "Error: invalid act id"),
+    (["show", "DU/2025/277'; DROP TABLE acts;--", "1"], 1, "Error: invalid act id"),
+    (["search", "usługa", "--as-of", "2025-01-01'; DROP TABLE acts;--"], 2, "Error: Invalid value for '--as-of'"),
+    (["db", "grant-reader", "x\"; DROP TABLE acts;--"], 2, "Error: Invalid value for ROLE: role name"),
+    (["db", "grant-reader", "reader1", "--password", "pw'; DROP TABLE acts;--"], 0, None),
+])
+def test_hostile_act_ids_and_options_are_refused_in_one_line(args: list[str], code: int, message: str | None,
+                                                            url: str, env: dict, tmp_path: Path) -> None:
+    before = snapshot(url)
+    if args[0] == "ingest":
+        args = [*args, "--archive", str(tmp_path)]
+    done = run_cli(*args, env=env, timeout=120)
+    assert done.returncode == code, done.stderr
+    if message:
+        assert one_error(done.stderr).startswith(message)
+    assert snapshot(url) == before
+
+
+@pytest.mark.xfail(strict=True, reason="needs /tmp/patches/show-article-not-found.diff")
+@pytest.mark.parametrize("article", ["1'; DROP TABLE articles;--", "1 OR 1=1", "999"])
+def test_hostile_article_numbers_are_one_line_errors(article: str, url: str, env: dict) -> None:
+    before = snapshot(url)
+    done = run_cli("show", ACT, article, env=env, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    error = one_error(done.stderr)
+    assert "unexpected" not in error and "PIPELINE_DEBUG" not in error, error
+    assert error in (f"Error: {article!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)",
+                     f"Error: {ACT} has no art. {article} in the selected text")
+    assert snapshot(url) == before
+
+
+def test_hostile_eval_files_are_refused_or_only_text(url: str, env: dict, tmp_path: Path) -> None:
+    before = snapshot(url)
+    good = tmp_path / "hostile.jsonl"
+    good.write_text("\n".join(json.dumps({"id": f"q{i}", "question": q, "expect": [{"act": ACT, "art": "5"}]},
+                                         ensure_ascii=False) for i, q in enumerate(INJECTIONS)), encoding="utf-8")
+    done = run_cli("eval", str(good), "--json", env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["questions"]) == len(INJECTIONS)
+    for record, where in [({"question": "x", "expect": [{"act": "DU/2024/1513'; DROP TABLE acts;--", "art": "1"}]}, "act"),
+                          ({"question": "x", "expect": [{"act": ACT, "art": "1; DELETE FROM articles"}]}, "art"),
+                          ({"question": "x'); DROP TABLE chunks;--"}, "no expect")]:
+        bad = tmp_path / f"bad-{where}.jsonl"
+        bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        refused = run_cli("eval", str(bad), env=env, timeout=120)
+        assert refused.returncode == 2, (where, refused.stderr)
+        assert one_error(refused.stderr).startswith(f"Error: bad-{where}.jsonl:1: ")
+    assert snapshot(url) == before
+
+
+# --- keys are never printed ---------------------------------------------------------------------------
+
+SECRET = "sk-secret-123"
+
+
+def test_doctor_masks_the_answer_key_in_text_and_json(url: str, env: dict) -> None:
+    keyed = {**env, "OPENROUTER_API_KEY": SECRET}
+    text = run_cli("doctor", env=keyed, timeout=120)
+    as_json = run_cli("doctor", "--json", env=keyed, timeout=120)
+    for done in (text, as_json):
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert SECRET not in done.stdout + done.stderr
+    assert "[ok  ] answer model: model openai/gpt-4o-mini at https://openrouter.ai/api/v1, OPENROUTER_API_KEY=***" \
+        in text.stdout.splitlines()
+    answer = {c["name"]: c for c in json.loads(as_json.stdout)}["answer model"]
+    assert answer["status"] == "ok" and "OPENROUTER_API_KEY=***" in answer["detail"]
+
+
+def test_embedding_key_is_not_shown_by_status_or_doctor(url: str) -> None:
+    keyed = {"DATABASE_URL": url, "EMBED_BACKEND": "openai", "EMBED_BASE_URL": "http://127.0.0.1:9/v1",
+             "EMBED_MODEL": "bge-m3", "EMBED_API_KEY": "sk-embed-secret-777", "ANSWER_API_KEY": "sk-answer-secret-888",
+             "ANSWER_BASE_URL": "http://127.0.0.1:9/v1"}
+    outputs = [run_cli(*args, env=keyed, timeout=120) for args in (["db", "status"], ["db", "status", "--json"],
+                                                                    ["doctor"], ["doctor", "--json"])]
+    for done in outputs:
+        assert "Traceback" not in done.stderr
+        assert "sk-embed-secret-777" not in done.stdout + done.stderr
+        assert "sk-answer-secret-888" not in done.stdout + done.stderr
+    assert json.loads(outputs[1].stdout)["embedder"]["api_key_set"] is True
+
+
+def test_ask_json_with_a_model_carries_no_key(env: dict) -> None:
+    with ChatStandIn(f"Tak, musi [{ACT}, art. 5].", api_key=SECRET) as chat:
+        keyed = {**env, "ANSWER_BASE_URL": chat.base_url, "ANSWER_API_KEY": SECRET, "OPENROUTER_API_KEY": "sk-or-other-1"}
+        done = run_cli("ask", QUESTION, "--json", env=keyed, timeout=120)
+        streamed = run_cli("ask", QUESTION, env=keyed, timeout=120)
+    assert done.returncode == 0 and streamed.returncode == 0, done.stderr + streamed.stderr
+    answer = json.loads(done.stdout)
+    assert answer["answer"] == f"Tak, musi [{ACT}, art. 5]." and answer["citations"] == [{"act": ACT, "article": "5"}]
+    for out in (done.stdout + done.stderr, streamed.stdout + streamed.stderr):
+        assert SECRET not in out and "sk-or-other-1" not in out
+    # The OpenRouter key never went to another server; the server got the key meant for it.
+    assert {r.headers["authorization"] for r in chat.requests} == {f"Bearer {SECRET}"}
+
+
+# --- the read-only role ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reader(url: str):
+    done = run_cli("db", "grant-reader", "reader1", "--password", "pw", env={"DATABASE_URL": url}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, current_chunks, "
+                                   "embedding_status, thesaurus and call search_chunks()")
+    # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
+    reader_url = url.replace("postgres:@", "reader1:pw@", 1)
+    assert reader_url != url
+    with psycopg.connect(reader_url, autocommit=True) as c:
+        assert c.execute("SELECT current_user").fetchone()[0] == "reader1"
+        yield c
+
+
+@pytest.mark.parametrize("view", schema.READER_VIEWS)
+def test_reader_can_select_the_documented_views(view: str, reader) -> None:
+    n = reader.execute(f"SELECT count(*) FROM {view}").fetchone()[0]  # fixed names
+    assert n > 0 or view == "thesaurus"
+
+
+def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
+    rows = reader.execute("SELECT eli, article FROM search_chunks('adres elektroniczny usługodawcy', NULL, NULL, 5, "
+                          "NULL, NULL, false, 'text')").fetchall()
+    assert len(rows) == 5 and {r[0] for r in rows} == {ACT}
+    assert reader.execute("SELECT count(*) FROM versions_as_of('2030-01-01')").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM chunks", "SELECT * FROM acts", "SELECT * FROM act_versions", "SELECT * FROM articles",
+    "SELECT * FROM embeddings", "SELECT * FROM embedding_queue", "SELECT * FROM ingest_runs",
+    "SELECT * FROM alembic_version", "SELECT * FROM lexeme_stats",
+    "INSERT INTO acts (eli) VALUES ('DU/2000/1')", "UPDATE act_versions SET article_count = 0",
+    "DELETE FROM chunks", "DELETE FROM thesaurus", "TRUNCATE acts", "INSERT INTO thesaurus DEFAULT VALUES",
+    "DROP TABLE acts", "DROP VIEW current_chunks", "DROP FUNCTION versions_as_of(date)",
+    "ALTER TABLE chunks ADD COLUMN x int", "CREATE TABLE public.mine (x int)",
+    "SELECT refresh_search_stats()", "GRANT SELECT ON chunks TO reader1", "ALTER ROLE reader1 SUPERUSER",
+])
+def test_reader_cannot_read_tables_or_change_anything(sql: str, reader, url: str) -> None:
+    before = snapshot(url)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        reader.execute(sql)
+    assert snapshot(url) == before
+
+
+ATTACK = """
+CREATE OR REPLACE FUNCTION pg_temp.as_owner() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN PERFORM set_config('attack.user', current_user, false); RETURN true; END $$;
+CREATE TEMP VIEW corpus_stats AS SELECT 1 AS id, 1::float8 AS chunks, 1::float8 AS avg_length WHERE pg_temp.as_owner();
+"""
+
+
+def _attack(reader) -> str | None:
+    """Shadow a table that search_chunks() reads with a temporary view that runs the reader's code."""
+    reader.execute("DROP VIEW IF EXISTS pg_temp.corpus_stats")
+    reader.execute("SELECT set_config('attack.user', '', false)")
+    reader.execute(ATTACK)
+    reader.execute("SELECT count(*) FROM search_chunks('usługa', NULL, NULL, 5, NULL, NULL, false, 'text')").fetchone()
+    return reader.execute("SELECT current_setting('attack.user', true)").fetchone()[0] or None
+
+
+def test_definer_functions_do_not_run_the_readers_code_as_their_owner(reader, url: str) -> None:
+    assert _attack(reader) is None  # search_chunks() never looked at pg_temp
+    # Control: without its fixed search_path the same attack runs the reader's code as the owner.
+    with psycopg.connect(url, autocommit=True) as owner:
+        saved = owner.execute(f"SELECT proconfig FROM pg_proc WHERE oid = '{SEARCH_CHUNKS}'::regprocedure").fetchone()[0]
+        owner.execute(f"ALTER FUNCTION {SEARCH_CHUNKS} RESET search_path")
+        try:
+            assert _attack(reader) == "postgres"
+        finally:
+            path = next(s for s in saved if s.startswith("search_path=")).split("=", 1)[1]
+            owner.execute(f"ALTER FUNCTION {SEARCH_CHUNKS} SET search_path = {path}")
+        insecure = owner.execute("""SELECT oid::regprocedure::text FROM pg_proc
+                                    WHERE prosecdef AND pronamespace = current_schema()::regnamespace
+                                      AND NOT coalesce(proconfig, '{}') && ARRAY(
+                                          SELECT 'search_path=' || current_schema() || ', pg_catalog, pg_temp')""").fetchall()
+    assert insecure == []  # every SECURITY DEFINER function pins its search_path, pg_temp last
+    assert _attack(reader) is None
