@@ -47,6 +47,8 @@ def load_questions(path: Path) -> list[Question]:
             continue
         try:
             row = json.loads(line)
+            if not isinstance(row, dict):
+                raise TypeError(f"expected a JSON object, got {type(row).__name__}")
             expect = [(str(parse_act_id(e["act"])), canonical_article(str(e["art"]))) for e in row.get("expect", [])]
             q = Question(str(row.get("id", f"line-{n}")), str(row["question"]), expect, bool(row.get("answerable", bool(expect))))
         except (ValueError, KeyError, TypeError, LookupError) as exc:

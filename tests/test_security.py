@@ -64,7 +64,7 @@ def snapshot(url: str) -> dict:
             "tables": {t: c.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables},  # catalog names
             "views": c.execute("SELECT array_agg(viewname ORDER BY viewname) FROM pg_views "
                                "WHERE schemaname = current_schema()").fetchone()[0],
-            "functions": c.execute("SELECT array_agg(oid::regprocedure::text ORDER BY 1) FROM pg_proc "
+            "functions": c.execute("SELECT array_agg(oid::regprocedure::text ORDER BY oid::regprocedure::text) FROM pg_proc "
                                    "WHERE pronamespace = current_schema()::regnamespace").fetchone()[0],
             "roles": c.execute("SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE rolsuper").fetchone()[0],
         }
@@ -134,7 +134,7 @@ def test_hostile_eval_files_are_refused_or_only_text(url: str, env: dict, tmp_pa
     assert len(json.loads(done.stdout)["questions"]) == len(INJECTIONS)
     for record, where in [({"question": "x", "expect": [{"act": "DU/2024/1513'; DROP TABLE acts;--", "art": "1"}]}, "act"),
                           ({"question": "x", "expect": [{"act": ACT, "art": "1; DELETE FROM articles"}]}, "art"),
-                          ({"question": "x'); DROP TABLE chunks;--"}, "no expect")]:
+                          ({"question": "x", "expect": "'); DROP TABLE chunks;--"}, "expect")]:
         bad = tmp_path / f"bad-{where}.jsonl"
         bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
         refused = run_cli("eval", str(bad), env=env, timeout=120)
