@@ -19,6 +19,7 @@ from .config import settings
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from .answer import AnswerError
+    from .articles import ArticleNotFound
     from .db import DatabaseError
     from .embedders import EmbedderError
     from .fetch import FetchError
@@ -27,7 +28,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
     import psycopg
 
-    return (DatabaseError, FetchError, ParseError, IngestError, EmbedderError, AnswerError, psycopg.Error)
+    return (DatabaseError, FetchError, ParseError, IngestError, EmbedderError, AnswerError, ArticleNotFound,
+            psycopg.Error)
 
 
 def friendly(fn: Callable) -> Callable:
