@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path

@@ -56,6 +56,7 @@ def ensure_current(url: str) -> None:
 READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
+    "thesaurus_expansion(text)",
     "search_terms(text)",
     "search_tsquery(text)",
     "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, "

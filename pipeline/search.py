@@ -44,7 +44,11 @@ def search(
     rrf_k: int = 60,
     vector_weight: float = 1.0,
     text_weight: float = 1.0,
+    expand: bool = True,
 ) -> list[Hit]:
+    """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
+    question's colloquial terms to the text that is embedded (the full-text arm always uses it):
+    "mama" in a question then also looks for "osoba bliska" by meaning."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if not query.strip():
@@ -55,7 +59,11 @@ def search(
     if mode != "text":
         if embedder is None:
             raise ValueError(f"{mode} search needs an embedder")
-        vector = embedder.embed_query(query)
+        text = query
+        if expand:
+            expansion = conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0]
+            text = f"{query} ({expansion})" if expansion else query
+        vector = embedder.embed_query(text)
         model = embedder.name
     rows = conn.execute(
         """

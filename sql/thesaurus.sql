@@ -8,15 +8,22 @@ CREATE TABLE IF NOT EXISTS thesaurus (
     PRIMARY KEY (term, expansion)
 );
 
--- The words a question is searched with: base forms of its words, plus the expansions of every
--- thesaurus term whose base forms all occur in it ("mama" -> "osoba bliska").
+-- Statutory wording for the colloquial terms of a question: the expansions of every thesaurus
+-- term whose base forms all occur in it ("mama" -> "osoba bliska"). NULL when none applies.
+-- Used by both arms: added to the full-text terms, and to the text whose vector is searched.
+CREATE OR REPLACE FUNCTION thesaurus_expansion(q text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT string_agg(DISTINCT t.expansion, ' ')
+    FROM thesaurus t
+    WHERE to_tsvector('polish', q) @@ plainto_tsquery('polish', t.term)
+$$;
+COMMENT ON FUNCTION thesaurus_expansion(text) IS
+    'Statutory expansions of the colloquial terms found in a question (thesaurus), or NULL.';
+
+-- The words a question is searched with: base forms of its words and of its expansions.
 CREATE OR REPLACE FUNCTION search_terms(q text) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT tsvector_to_array(to_tsvector('polish', concat_ws(' ', q, (
-        SELECT string_agg(t.expansion, ' ')
-        FROM thesaurus t
-        WHERE to_tsvector('polish', q) @@ plainto_tsquery('polish', t.term)
-    ))))
+    SELECT tsvector_to_array(to_tsvector('polish', concat_ws(' ', q, thesaurus_expansion(q))))
 $$;
 COMMENT ON FUNCTION search_terms(text) IS
     'Base forms of a question''s words, expanded with the colloquial-to-statutory thesaurus.';

@@ -31,4 +31,5 @@ def downgrade() -> None:
     op.execute("DROP MATERIALIZED VIEW IF EXISTS corpus_stats, lexeme_stats")
     op.execute("DROP FUNCTION IF EXISTS search_tsquery(text)")
     op.execute("DROP FUNCTION IF EXISTS search_terms(text)")
+    op.execute("DROP FUNCTION IF EXISTS thesaurus_expansion(text)")
     op.execute("DROP TABLE IF EXISTS thesaurus")
