@@ -26,7 +26,7 @@ def mark(name):
 import pipeline.cli, pipeline.search, pipeline.embedders
 mark("imports")
 from pipeline import db, schema, search
-url = db.database_url(); mark("server attach (embedded start if needed)")
+url = db.database_url(); mark("alembic import, server attach")
 schema.ensure_current(url); mark("migration check")
 conn = db.connect(url); mark("connect")
 conn.execute("SELECT to_tsvector('polish', 'urlop')"); conn.rollback(); mark("Polish dictionary load (per connection)")

@@ -111,7 +111,6 @@ def test_hostile_act_ids_and_options_are_refused_in_one_line(args: list[str], co
     assert snapshot(url) == before
 
 
-@pytest.mark.xfail(strict=True, reason="needs /tmp/patches/show-article-not-found.diff")
 @pytest.mark.parametrize("article", ["1'; DROP TABLE articles;--", "1 OR 1=1", "999"])
 def test_hostile_article_numbers_are_one_line_errors(article: str, url: str, env: dict) -> None:
     before = snapshot(url)
