@@ -107,8 +107,6 @@ def test_below_the_similarity_threshold_no_model_is_asked(corpus_url):
     assert "no model was asked" in out["note"]
 
 
-@pytest.mark.xfail(strict=False, reason="on the 2-act corpus the off-topic question's top e5 similarity is 0.805, "
-                                        "above the calibrated 0.80 threshold (answerable questions: 0.857-0.897)")
 def test_off_topic_question_is_refused_by_the_calibrated_threshold(corpus_url):
     with ChatStandIn(REPLY) as server:
         result = run_cli("ask", OFF_TOPIC, env=model_env(corpus_url, server))

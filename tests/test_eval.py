@@ -68,12 +68,7 @@ def _answerable_in_corpus() -> list:
     for row in _seed_rows():
         acts = {e["act"] for e in row.get("expect", [])}
         if row.get("answerable") and acts and acts <= set(CORPUS_ACTS):
-            marks = []
-            if row["id"] == "seed-07":
-                marks = [pytest.mark.xfail(strict=False, reason=(
-                    "gold DU/2024/581 art. 21 is ranked >10 in hybrid and vector, 9 in text: "
-                    "the labour code's art. 22^1f/22^1d/229 win for 'mama ... w gabinecie podczas badania'"))]
-            params.append(pytest.param(row["id"], id=row["id"], marks=marks))
+            params.append(pytest.param(row["id"], id=row["id"]))
     return params
 
 

@@ -20,7 +20,7 @@ from pipeline import db, embed, ingest
 from pipeline.fetch import InvalidActId
 from pipeline.parse import Article
 from pipeline.parse.html import parse_html
-from pipeline.search import search
+from pipeline.search import TEXT_WEIGHTS, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
@@ -211,8 +211,9 @@ def test_modes_fill_their_own_columns(corpus, e5):
 def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
     hits = search(corpus, LEAVE_ON_DEMAND, e5, k=30)
     assert len(hits) == 30
+    tw = TEXT_WEIGHTS.get(e5.name, 1.0)  # the model's default weight of the text arm
     for h in hits:
-        expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (1 / (60 + h.text_rank) if h.text_rank else 0)
+        expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (tw / (60 + h.text_rank) if h.text_rank else 0)
         assert h.score == pytest.approx(expected, rel=1e-12)
         assert (h.similarity is None) == (h.vector_rank is None)
         assert (h.text_score is None) == (h.text_rank is None)
