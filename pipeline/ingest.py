@@ -115,19 +115,11 @@ def ingest_document(
         raise ParseError(f"{meta.get('ELI')}: no articles found in the {fmt.upper()} text")
     stored = store.store_version(conn, meta, parsed, source_sha256=hashlib.sha256(data).hexdigest(),
                                  model=model, max_chars=max_chars, overlap=overlap)
-    if stored.status == "new":
-        refresh_search_stats(conn)
     return IngestResult(
         act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
         chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,
         pages=parsed.pages, seconds=time.perf_counter() - t0, warnings=parsed.warnings,
     )
-
-
-def refresh_search_stats(conn: psycopg.Connection) -> None:
-    """Recompute the full-text statistics (BM25) after the corpus changed."""
-    with conn.transaction():
-        conn.execute("SELECT refresh_search_stats()")
 
 
 def ingest_act(

@@ -31,7 +31,13 @@ def current_revision(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
+def _reachable(url: str) -> None:
+    """DatabaseError saying what to fix, before alembic turns a refused connection into an unexpected error."""
+    db.connect(url, autocommit=True).close()
+
+
 def upgrade(url: str, revision: str = "head") -> None:
+    _reachable(url)
     command.upgrade(_config(url), revision)
     if revision == "head":
         from . import thesaurus
@@ -41,12 +47,13 @@ def upgrade(url: str, revision: str = "head") -> None:
 
 
 def downgrade(url: str, revision: str) -> None:
+    _reachable(url)
     command.downgrade(_config(url), revision)
 
 
 def ensure_current(url: str) -> None:
     """Upgrade to head when behind (cheap check first: one query)."""
-    with psycopg.connect(url, autocommit=True) as conn:
+    with db.connect(url, autocommit=True) as conn:
         if current_revision(conn) == head_revision():
             return
     upgrade(url)
