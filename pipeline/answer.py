@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 from urllib.parse import urlparse
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."

@@ -18,9 +18,9 @@ class ArticleNotFound(LookupError):
 def canonical_article(text: str) -> str:
     """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'."""
     s = text.strip()
-    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.I).rstrip(".").replace(" ", "")
+    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE).rstrip(".").replace(" ", "")
     s = re.sub(r"([⁰¹²³⁴⁵⁶⁷⁸⁹]+)", lambda m: "^" + m.group(1).translate(_SUPERSCRIPTS), s)
-    if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.I):
+    if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
         raise ArticleNotFound(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
     return s.lower()
 

@@ -7,18 +7,20 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from . import __version__
 from .config import settings
 
-
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
     from .answer import AnswerError
     from .articles import ArticleNotFound
     from .db import DatabaseError
@@ -26,8 +28,6 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from .fetch import FetchError
     from .ingest import IngestError
     from .parse import ParseError
-
-    import psycopg
 
     return (DatabaseError, FetchError, ParseError, IngestError, EmbedderError, AnswerError, ArticleNotFound,
             psycopg.Error)
@@ -45,7 +45,7 @@ def friendly(fn: Callable) -> Callable:
         except KeyboardInterrupt:
             click.echo("Interrupted; nothing half-written (each act is one transaction).", err=True)
             sys.exit(130)
-        except Exception as exc:  # noqa: BLE001 - the one place that turns errors into messages
+        except Exception as exc:
             if os.environ.get("PIPELINE_DEBUG"):
                 raise
             if isinstance(exc, _known_errors()):
@@ -83,6 +83,8 @@ def main() -> None:
       pipeline search "ile dni urlopu po 10 latach pracy"
       pipeline ask "Ile dni urlopu mi przysługuje?"
     """
+    # `pipeline search … | head`: stop quietly when the reader goes away, like other Unix tools.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 # --- db ------------------------------------------------------------------------------------------
@@ -488,7 +490,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
         on_token = None
         if not as_json and not no_stream:
             streamed = True
-            on_token = lambda piece: click.echo(piece, nl=False)  # noqa: E731
+            on_token = lambda piece: click.echo(piece, nl=False)
         result = answering.generate(question, fragments, config, stream=not no_stream, on_token=on_token)
         note = f"model {result.model or config.model}"
     else:

@@ -10,9 +10,9 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 

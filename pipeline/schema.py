@@ -1,11 +1,10 @@
 """Migrations (alembic, plain SQL) applied to the database; every command makes sure of head."""
 from __future__ import annotations
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-
-import psycopg
 
 from . import db
 

@@ -71,7 +71,7 @@ def doctor() -> list[dict[str, str]]:
         major = int(version) // 10000
         add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
             "" if major >= 15 else "use PostgreSQL 15 or newer")
-    except Exception as exc:  # noqa: BLE001 - doctor reports, never raises
+    except Exception as exc:
         add("database", "fail", str(exc).splitlines()[0],
             "set DATABASE_URL to a reachable server, or unset it to use the embedded one")
     if conn is not None:

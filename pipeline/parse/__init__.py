@@ -1,4 +1,4 @@
 """Parse an act's text (Dziennik Ustaw PDF or ELI HTML) into articles."""
-from .model import Article, ParseError, ParsedAct
+from .model import Article, ParsedAct, ParseError
 
 __all__ = ["Article", "ParseError", "ParsedAct"]

@@ -54,5 +54,5 @@ def check_sequence(numbers: list[str]) -> list[str]:
 
 def _fmt(key: Key) -> str:
     base, letter, sup, suffix = key
-    spell = lambda idx: "".join(_ALPHABET[i] for i in idx)  # noqa: E731
+    spell = lambda idx: "".join(_ALPHABET[i] for i in idx)
     return f"{base}{spell(letter)}" + (f"^{sup}" if sup else "") + spell(suffix)
