@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import create_database, require_mirror, run_cli
 from chat_stand_in import ChatStandIn
+from conftest import create_database, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn
 
 from pipeline import db, embed, ingest, schema
