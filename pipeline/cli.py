@@ -231,7 +231,7 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     if client:
         client.close()
 
-    if embedder is not None and any(r.status == "new" for r in results):
+    if embedder is not None:  # also finishes work an earlier, interrupted run left in the queue
         embedded = _drain(conn, embedder, quiet=as_json)
         # Attribute the work to the acts that queued it, in order (the queue is shared).
         for r in results:

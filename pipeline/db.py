@@ -52,14 +52,14 @@ def _prune_dead_handles(pgdata: Path) -> None:
         pids = json.loads(path.read_text() or "[]")
     except (OSError, ValueError):
         pids = []
-    alive = [p for p in pids if isinstance(p, int) and _pid_alive(p)]
+    alive = [p for p in pids if isinstance(p, int) and pid_alive(p)]
     if alive != pids:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(alive))
         os.replace(tmp, path)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

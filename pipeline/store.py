@@ -17,6 +17,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
+from .db import pid_alive
 from .parse.model import Article, ParsedAct
 
 
@@ -188,10 +189,22 @@ def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Art
 # --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------
 
 def start_run(url: str, eli: str | None, source: str) -> int:
+    host = socket.gethostname()
     with psycopg.connect(url, autocommit=True) as conn:
+        # Runs of this host whose process is gone (kill -9, power loss) never finished: say so.
+        for run_id, pid in conn.execute(
+            "SELECT run_id, pid FROM ingest_runs WHERE status = 'running' AND host = %s", (host,)
+        ).fetchall():
+            if pid and pid != os.getpid() and not pid_alive(pid):
+                conn.execute(
+                    "UPDATE ingest_runs SET status = 'failed', finished_at = now(), "
+                    "message = 'process ended before the run finished (killed?)' "
+                    "WHERE run_id = %s AND status = 'running'",
+                    (run_id,),
+                )
         return conn.execute(
             "INSERT INTO ingest_runs (eli, source, host, pid) VALUES (%s, %s, %s, %s) RETURNING run_id",
-            (eli, source, socket.gethostname(), os.getpid()),
+            (eli, source, host, os.getpid()),
         ).fetchone()[0]
 
 

@@ -438,3 +438,21 @@ def test_second_identical_run_changes_nothing(corpus: CorpusRun) -> None:
     with _db(corpus.url) as c:
         assert c.execute("SELECT count(*), max(version_no) FROM act_versions").fetchone() == (
             corpus.versions_before_rerun, 1)
+
+
+def test_a_run_whose_process_died_is_marked_failed_by_the_next_run(scratch_url):
+    import socket
+    import subprocess
+    import sys
+
+    from pipeline import store
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is now free: like an ingest killed with -9
+    with psycopg.connect(scratch_url, autocommit=True) as c:
+        stale = c.execute("INSERT INTO ingest_runs (eli, source, host, pid) VALUES ('DU/2026/548', 'x', %s, %s) "
+                          "RETURNING run_id", (socket.gethostname(), dead.pid)).fetchone()[0]
+    store.start_run(scratch_url, "DU/2026/548", "test")
+    with psycopg.connect(scratch_url) as c:
+        status, message = c.execute("SELECT status, message FROM ingest_runs WHERE run_id = %s", (stale,)).fetchone()
+    assert status == "failed" and "killed" in message
