@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .parse.model import Article
@@ -77,20 +78,8 @@ def chunk_article(article: Article, act_title: str = "", *, max_chars: int = DEF
 
 
 def _split(text: str, limit: int) -> list[str]:
-    """Greedy packing of units (then sentences, then words) into pieces of at most ``limit`` chars."""
-    units = _units(text)
-    pieces: list[str] = []
-    current = ""
-    for unit in units:
-        for segment in _fit(unit, limit):
-            if current and len(current) + 1 + len(segment) > limit:
-                pieces.append(current)
-                current = segment
-            else:
-                current = f"{current}\n{segment}" if current else segment
-    if current:
-        pieces.append(current)
-    return pieces
+    """Units (then sentences, then words) packed into pieces of at most ``limit`` chars."""
+    return _pack((segment for unit in _units(text) for segment in _fit(unit, limit)), limit, "\n")
 
 
 def _units(text: str) -> list[str]:
@@ -107,32 +96,24 @@ def _units(text: str) -> list[str]:
 
 
 def _fit(unit: str, limit: int) -> list[str]:
+    """A unit longer than the limit, cut at sentence ends (and within a long sentence, at spaces)."""
     if len(unit) <= limit:
         return [unit]
+    sentences = _SENTENCE_END.split(unit)
+    return _pack((word for s in sentences for word in (_pack(s.split(" "), limit, " ") if len(s) > limit else [s])),
+                 limit, " ")
+
+
+def _pack(pieces: Iterable[str], limit: int, sep: str) -> list[str]:
+    """Greedy: join consecutive pieces with ``sep`` while the result stays within ``limit``."""
     out: list[str] = []
     current = ""
-    for sentence in _SENTENCE_END.split(unit):
-        for word_piece in _hard_split(sentence, limit):
-            if current and len(current) + 1 + len(word_piece) > limit:
-                out.append(current)
-                current = word_piece
-            else:
-                current = f"{current} {word_piece}" if current else word_piece
-    if current:
-        out.append(current)
-    return out
-
-
-def _hard_split(sentence: str, limit: int) -> list[str]:
-    if len(sentence) <= limit:
-        return [sentence]
-    out, current = [], ""
-    for word in sentence.split(" "):
-        if current and len(current) + 1 + len(word) > limit:
+    for piece in pieces:
+        if current and len(current) + len(sep) + len(piece) > limit:
             out.append(current)
-            current = word
+            current = piece
         else:
-            current = f"{current} {word}" if current else word
+            current = f"{current}{sep}{piece}" if current else piece
     if current:
         out.append(current)
     return out

@@ -137,30 +137,21 @@ def ingest_act(
     progress: Callable[[str], None] | None = None,
 ) -> IngestResult:
     """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs."""
-    t0 = time.perf_counter()
     try:
         act_id = parse_act_id(act)
     except FetchError as exc:
         return IngestResult(act=act, status="failed", error=str(exc))
-    source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
-    run_id = store.start_run(url, str(act_id), source)
-    try:
+
+    def work() -> IngestResult:
         fetched = fetch_act(act_id, client=client, archive_dir=archive_dir, offline=offline,
                             source_dir=source_dir, progress=progress)
         if progress:
             progress(f"{act_id}: parsing {fetched.format.upper()}")
-        result = ingest_document(conn, fetched.meta, fetched.text, fetched.format,
-                                 model=model, max_chars=max_chars, overlap=overlap)
-    except (FetchError, ParseError, IngestError, ValueError) as exc:
-        conn.rollback()
-        result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
-    except BaseException as exc:
-        _abandon(conn, url, run_id, exc)
-        raise
-    result.seconds = time.perf_counter() - t0
-    store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
-                     version_id=_version_id(conn, result))
-    return result
+        return ingest_document(conn, fetched.meta, fetched.text, fetched.format,
+                               model=model, max_chars=max_chars, overlap=overlap)
+
+    source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
+    return _logged_run(conn, url, str(act_id), source, work)
 
 
 def ingest_file(
@@ -173,24 +164,35 @@ def ingest_file(
     max_chars: int = 1200,
     overlap: int = 200,
 ) -> IngestResult:
-    t0 = time.perf_counter()
     label = act or path.name
     try:
         act_id = parse_act_id(act) if act else act_id_from_path(path)
         label = str(act_id)
     except (FetchError, IngestError) as exc:
         return IngestResult(act=label, status="failed", error=str(exc))
-    run_id = store.start_run(url, str(act_id), str(path))
-    try:
+
+    def work() -> IngestResult:
         data = path.read_bytes()
         fmt = sniff_format(data, path.name)
         parsed = parse_text(data, fmt)
         meta = local_meta(path, act_id, parsed)
-        result = ingest_document(conn, meta, data, fmt, model=model, max_chars=max_chars, overlap=overlap,
-                                 parsed=parsed)
-    except (OSError, ParseError, IngestError, ValueError) as exc:
+        return ingest_document(conn, meta, data, fmt, model=model, max_chars=max_chars, overlap=overlap,
+                               parsed=parsed)
+
+    return _logged_run(conn, url, label, str(path), work)
+
+
+def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
+                work: Callable[[], IngestResult]) -> IngestResult:
+    """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
+    anything else (a bug, Ctrl-C) marks the run failed and propagates."""
+    t0 = time.perf_counter()
+    run_id = store.start_run(url, eli, source)
+    try:
+        result = work()
+    except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
         conn.rollback()
-        result = IngestResult(act=str(act_id), status="failed", error=_one_line(exc))
+        result = IngestResult(act=eli, status="failed", error=_one_line(exc))
     except BaseException as exc:
         _abandon(conn, url, run_id, exc)
         raise
