@@ -9,6 +9,10 @@ from pathlib import Path
 def _home() -> Path:
     if os.environ.get("PIPELINE_HOME"):
         return Path(os.environ["PIPELINE_HOME"]).expanduser()
+    if os.geteuid() == 0:
+        # As root the embedded server runs as a system user and opens read/traverse permission on
+        # every parent of its data dir; /var/lib is open already, /root should stay closed.
+        return Path("/var/lib/pipeline")
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "pipeline"
 
