@@ -459,7 +459,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
     """
     from . import answer as answering
-    from .search import refusal_threshold
+    from .search import best_similarity, refusal_threshold
 
     config = answering.ChatConfig.from_env()
     use_model = config.configured and not offline
@@ -476,7 +476,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
                        include_repealed=include_repealed, embedder=embedder)
     conn.close()
     threshold = refusal_threshold(embedder.name)
-    top = max((h.similarity for h in hits if h.similarity is not None), default=None)
+    top = best_similarity(hits)
     fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                                     score=h.score, similarity=h.similarity) for h in hits]
     streamed = False

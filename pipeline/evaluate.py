@@ -10,7 +10,7 @@ import psycopg
 from .articles import canonical_article
 from .embedders import Embedder
 from .fetch import parse_act_id
-from .search import MODES, Hit, refusal_threshold, search
+from .search import MODES, Hit, best_similarity, refusal_threshold, search
 
 
 class EvalError(ValueError):
@@ -81,8 +81,7 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
             hits = search(conn, q.question, embedder, k=k, mode=mode)
             r.ranks[mode] = _rank(hits, q.expect) if q.expect else None
             if mode == "hybrid" or (mode == modes[0] and "hybrid" not in modes):
-                sims = [h.similarity for h in hits if h.similarity is not None]
-                r.top_similarity = max(sims) if sims else None
+                r.top_similarity = best_similarity(hits)
                 r.refused = r.top_similarity is not None and r.top_similarity < threshold
         results.append(r)
     return {"k": k, "threshold": threshold, "model": embedder.name, "metrics": metrics(results, modes),

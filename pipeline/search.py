@@ -26,6 +26,7 @@ class Hit:
     score: float
     vector_rank: int | None
     text_rank: int | None
+    best_similarity: float | None  # the vector arm's best, whatever made the fused top k
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,3 +106,8 @@ def refusal_threshold(model: str, env: dict | None = None) -> float:
         except ValueError:
             raise ValueError(f"ANSWER_MIN_SIMILARITY must be a number, got {value!r}") from None
     return SIMILARITY_THRESHOLDS.get(model, DEFAULT_SIMILARITY_THRESHOLD)
+
+
+def best_similarity(hits: list[Hit]) -> float | None:
+    """How close the question came to anything stored, by meaning (None: no vector arm)."""
+    return hits[0].best_similarity if hits else None

@@ -56,7 +56,9 @@ RETURNS TABLE (
     text_score  real,              -- BM25 score of the Polish full-text match (text arm)
     score       double precision,  -- fused RRF score
     vector_rank integer,           -- rank in the vector arm (NULL: not among its candidates)
-    text_rank   integer            -- rank in the text arm
+    text_rank   integer,           -- rank in the text arm
+    best_similarity double precision  -- the vector arm's best similarity, on every row: what a
+                                      -- refusal threshold compares (the fused top k may hold none)
 )
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
@@ -160,7 +162,8 @@ BEGIN
             ORDER BY c.version_id, c.article, f.score DESC, f.chunk_id
         )
         SELECT b.chunk_id, v.eli, a.title, b.article, b.part, b.text,
-               b.similarity, b.text_score, b.score, b.vector_rank, b.text_rank
+               b.similarity, b.text_score, b.score, b.vector_rank, b.text_rank,
+               (SELECT max(vec.similarity) FROM vec)
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
