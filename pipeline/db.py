@@ -10,8 +10,6 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -173,17 +171,6 @@ def _register_vector(conn: psycopg.Connection) -> None:
         conn.rollback()
 
 
-@contextmanager
-def transaction(url: str | None = None) -> Iterator[psycopg.Connection]:
-    """One connection, one explicit transaction: commit on success, roll back on any error."""
-    conn = connect(url)
-    try:
-        with conn.transaction():
-            yield conn
-    finally:
-        conn.close()
-
-
 def _redact(url: str) -> str:
     """Hide a password in a URL before showing it."""
     if "@" in url and "://" in url:
@@ -195,18 +182,12 @@ def _redact(url: str) -> str:
     return url
 
 
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 __all__ = [
     "DatabaseError",
     "connect",
     "database_url",
     "embedded_url",
-    "quote_ident",
     "server_kind",
     "sqlalchemy_url",
     "stop_embedded",
-    "transaction",
 ]

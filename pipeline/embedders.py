@@ -421,30 +421,26 @@ class OpenAIEmbedder(_HTTPBase):
         return info
 
 
-def _positive_int(env: Mapping[str, str], key: str) -> int | None:
+def _positive(env: Mapping[str, str], key: str, kind: type[int] | type[float], what: str) -> Any:
+    """A positive number from the environment, None when unset; anything else is a one-line error."""
     raw = env.get(key, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
         value = 0
-    if value < 1:
-        raise EmbedderError(f"{key} must be a positive integer, got {raw!r}")
+    if not value > 0:
+        raise EmbedderError(f"{key} must be {what}, got {raw!r}")
     return value
+
+
+def _positive_int(env: Mapping[str, str], key: str) -> int | None:
+    return _positive(env, key, int, "a positive integer")
 
 
 def _positive_float(env: Mapping[str, str], key: str) -> float | None:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise EmbedderError(f"{key} must be a positive number of seconds, got {raw!r}")
-    return value
+    return _positive(env, key, float, "a positive number of seconds")
 
 
 def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:

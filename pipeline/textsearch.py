@@ -37,6 +37,8 @@ from pathlib import Path
 
 import psycopg
 
+from . import thesaurus
+
 CONFIG = "polish"
 DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, polish.stop
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -191,17 +193,8 @@ def fts_mode(conn: psycopg.Connection) -> str:
 
 @lru_cache(maxsize=1)
 def load_thesaurus() -> list[tuple[str, str]]:
-    """(colloquial term, statutory expansion) pairs from data/thesaurus.tsv."""
-    pairs: list[tuple[str, str]] = []
-    path = DATA_DIR / "thesaurus.tsv"
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        term, sep, expansion = line.partition("\t")
-        if not sep or not term.strip() or not expansion.strip():
-            raise ValueError(f"{path}:{number}: expected 'term<TAB>expansion'")
-        pairs.append((term.strip(), expansion.strip()))
-    return pairs
+    """(colloquial term, statutory expansion) pairs from data/thesaurus.tsv (one parser: pipeline.thesaurus)."""
+    return thesaurus.load()
 
 
 def expand_query(conn: psycopg.Connection, q: str) -> str:

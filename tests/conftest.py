@@ -36,6 +36,21 @@ def require_mirror() -> Path:
     return ELI_MIRROR
 
 
+@pytest.fixture(scope="module")
+def mirror() -> Path:
+    """The ELI mirror folder (skips, or fails under PIPELINE_SHARED, when it is missing)."""
+    return require_mirror()
+
+
+@pytest.fixture
+def server(mirror: Path):
+    """The mirror served on 127.0.0.1 in the real API's layout, with fault injection (tests/eli_server.py)."""
+    from eli_server import start_mirror_server
+
+    with start_mirror_server(mirror) as srv:
+        yield srv
+
+
 @pytest.fixture(scope="session")
 def pipeline_home():
     """A private PIPELINE_HOME (short path: the server's Unix socket lives in it)."""

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import require_mirror as _mirror
 from eli_server import Fault, MirrorServer, start_mirror_server
 
 from pipeline import __version__
@@ -23,17 +22,6 @@ from pipeline.fetch import (
     parse_act_id,
     read_archive,
 )
-
-
-@pytest.fixture(scope="module")
-def mirror() -> Path:
-    return _mirror()
-
-
-@pytest.fixture
-def server(mirror: Path):
-    with start_mirror_server(mirror) as srv:
-        yield srv
 
 
 def _client(server: MirrorServer, **kw) -> EliClient:

@@ -137,17 +137,6 @@ def ingest_from_mirror(url: str, *acts: str, model: str | None = None) -> None:
             assert r.status == "new", r.error
 
 
-@pytest.fixture(scope="module")
-def mirror() -> Path:
-    return require_mirror()
-
-
-@pytest.fixture
-def server(mirror: Path):
-    with start_mirror_server(mirror) as srv:
-        yield srv
-
-
 # --- 1. faults at the ingest level -------------------------------------------------------------------
 
 RETRIES = 2  # 3 attempts per request; backoff 10 ms, request timeout 0.5 s (the CLI uses 4 retries, 1 s backoff)
