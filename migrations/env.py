@@ -5,6 +5,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from pipeline import db
+from pipeline.schema import UPGRADE_LOCK
 
 config = context.config
 
@@ -16,7 +17,7 @@ def run_migrations_online() -> None:
         context.configure(connection=connection, transactional_ddl=True)
         with context.begin_transaction():
             # Two processes upgrading at once: the second waits, then finds nothing to do.
-            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7419001)")
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({UPGRADE_LOCK})")
             context.run_migrations()
 
 

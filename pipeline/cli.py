@@ -102,7 +102,7 @@ def db_upgrade(revision: str) -> None:
     from . import db, schema
 
     url = db.database_url()
-    schema.upgrade(url, revision)
+    schema.upgrade(url, revision, force_interface=True)
     click.echo(f"database at {schema.head_revision() if revision == 'head' else revision}")
 
 

@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 # root shells) that warns on every command although the /tmp fallback it picks works.
 warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR.*")
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 # Tuning for this workload, applied once with ALTER SYSTEM (reload-only settings):
 # HNSW builds want ~1GB of maintenance memory; bulk ingests should not grow WAL without bound.

@@ -1,25 +1,68 @@
 """Migrations (alembic, plain SQL) applied to the database; every command makes sure of head."""
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
+
 import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from . import db
+from .resources import MIGRATIONS_DIR, SQL_DIR
+
+# The public SQL interface (README "Querying with SQL"): idempotent files applied in this order after
+# the incremental revisions, as one step, whenever their content changes (pgai's incremental +
+# idempotent split). A revision never reads them: it runs its own frozen SQL.
+INTERFACE_FILES = ("polish_fts.sql", "views.sql", "thesaurus.sql", "search.sql")
+# Migrations and the interface step take this lock, so two processes upgrading at once serialize.
+UPGRADE_LOCK = 7419001
 
 
 def _config(url: str) -> Config:
-    if not db.MIGRATIONS_DIR.is_dir():
-        raise db.DatabaseError(f"migrations not found at {db.MIGRATIONS_DIR}; install pipeline from its source tree (pip install -e .)")
+    if not MIGRATIONS_DIR.is_dir():
+        raise db.DatabaseError(f"migrations not found at {MIGRATIONS_DIR}; the installed package is incomplete "
+                               "(reinstall pipeline)")
     cfg = Config()
-    cfg.set_main_option("script_location", str(db.MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["url"] = url
     return cfg
 
 
+@lru_cache(maxsize=1)
 def head_revision() -> str:
     return ScriptDirectory.from_config(_config("")).get_current_head() or ""
+
+
+@lru_cache(maxsize=1)
+def interface_sql() -> tuple[str, str]:
+    """The public interface's SQL (all files, in order) and its sha256."""
+    text = "\n".join((SQL_DIR / name).read_text(encoding="utf-8") for name in INTERFACE_FILES)
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def applied_interface(conn: psycopg.Connection) -> str | None:
+    """sha256 of the interface SQL last applied to this database (None: never, or before revision 0003)."""
+    row = conn.execute("SELECT to_regclass('sql_interface') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    row = conn.execute("SELECT sha256 FROM sql_interface").fetchone()
+    return row[0] if row else None
+
+
+def apply_interface(url: str, *, force: bool = False) -> bool:
+    """Apply sql/*.sql in one transaction when its content differs from the applied one (or always, with
+    force: e.g. after Polish dictionary files were added to the server). True when it ran."""
+    text, sha = interface_sql()
+    with psycopg.connect(url) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
+        if not force and applied_interface(conn) == sha:
+            return False  # another process applied it while we waited
+        conn.execute(text)
+        conn.execute("INSERT INTO sql_interface (sha256) VALUES (%s) ON CONFLICT (singleton) "
+                     "DO UPDATE SET sha256 = excluded.sha256, applied_at = now()", (sha,))
+    return True
 
 
 def current_revision(conn: psycopg.Connection) -> str | None:
@@ -35,11 +78,13 @@ def _reachable(url: str) -> None:
     db.connect(url, autocommit=True).close()
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) -> None:
     _reachable(url)
     command.upgrade(_config(url), revision)
     if revision == "head":
         from . import thesaurus
+
+        apply_interface(url, force=force_interface)
 
         with psycopg.connect(url) as conn:  # data, not schema: re-read the file on every upgrade
             thesaurus.sync(conn)
@@ -53,7 +98,7 @@ def downgrade(url: str, revision: str) -> None:
 def ensure_current(url: str) -> None:
     """Upgrade to head when behind (cheap check first: one query)."""
     with db.connect(url, autocommit=True) as conn:
-        if current_revision(conn) == head_revision():
+        if current_revision(conn) == head_revision() and applied_interface(conn) == interface_sql()[1]:
             return
     upgrade(url)
 
@@ -65,8 +110,7 @@ READER_FUNCTIONS = (
     "thesaurus_expansion(text)",
     "search_terms(text)",
     "search_tsquery(text)",
-    "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, "
-    "double precision, integer)",
+    "search_chunks",  # by name: its signature is written once, in sql/search.sql
 )
 
 

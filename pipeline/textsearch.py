@@ -38,11 +38,12 @@ from pathlib import Path
 import psycopg
 
 from . import thesaurus
+from .resources import SQL_DIR
 
 CONFIG = "polish"
 DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, polish.stop
 DATA_DIR = Path(__file__).resolve().parent / "data"
-SQL_FILE = Path(__file__).resolve().parents[1] / "sql" / "polish_fts.sql"
+SQL_FILE = SQL_DIR / "polish_fts.sql"
 # Bump when the conversion changes, so installed files are rewritten.
 _CONVERTER_VERSION = "2"
 

@@ -4,16 +4,18 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-29
 """
-from pathlib import Path
-
 from alembic import op
+
+from pipeline.resources import frozen_sql
 
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+# The SQL files as they shipped with this revision (migrations/frozen/0001), pinned by hash.
+POLISH_FTS_SHA256 = "4e7f00e7f0be6835e54030a72dbdbdfe2c240f8841ba8031cf70818723e7cfd0"
+VIEWS_SHA256 = "58ab7f4b43ef7fd375fb2c61346150f5c5c7b9266196088467bb2bd49e0e356c"
 
 TABLES = r"""
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -151,9 +153,9 @@ DROP TABLE IF EXISTS ingest_runs, embedding_queue, embeddings, embedding_models,
 
 
 def upgrade() -> None:
-    op.execute((SQL_DIR / "polish_fts.sql").read_text())
+    op.execute(frozen_sql("0001", "polish_fts.sql", POLISH_FTS_SHA256))
     op.execute(TABLES)
-    op.execute((SQL_DIR / "views.sql").read_text())
+    op.execute(frozen_sql("0001", "views.sql", VIEWS_SHA256))
 
 
 def downgrade() -> None:

@@ -1,0 +1,54 @@
+-- Public, documented read interface (README: "Querying with SQL").
+-- Applied by migrations; change only through a new migration that re-applies this file.
+
+-- The text of each act in force on a date: per base act, the newest version whose text states the
+-- law from on or before that date (NULL = the newest of all). Re-ingests of one text with a
+-- different wording break ties by ingest order.
+CREATE OR REPLACE FUNCTION versions_as_of(as_of date DEFAULT NULL)
+RETURNS SETOF act_versions
+-- SECURITY DEFINER: readers granted only the views (pipeline db grant-reader) can still use it.
+LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER AS $$
+    SELECT DISTINCT ON (v.base_eli) v.*
+    FROM act_versions v
+    WHERE as_of IS NULL OR v.valid_from IS NULL OR v.valid_from <= as_of
+    ORDER BY v.base_eli, v.valid_from DESC NULLS LAST, v.version_id DESC
+$$;
+COMMENT ON FUNCTION versions_as_of(date) IS
+    'Per base act, the version in force on the given date (NULL: the current one).';
+
+CREATE OR REPLACE VIEW current_versions AS
+    SELECT v.*, a.title, a.act_type, a.status
+    FROM versions_as_of(NULL) v
+    JOIN acts a USING (eli);
+COMMENT ON VIEW current_versions IS 'The current text (version) of every act.';
+
+CREATE OR REPLACE VIEW current_articles AS
+    SELECT v.eli, v.title AS act_title, ar.article, ar.ordinal, ar.heading_path, ar.repealed, ar.text,
+           v.version_id, v.version_no, v.valid_from
+    FROM current_versions v
+    JOIN articles ar USING (version_id);
+COMMENT ON VIEW current_articles IS 'Every article of the current text of every act, in order.';
+
+CREATE OR REPLACE VIEW current_chunks AS
+    SELECT c.chunk_id, v.eli, v.title AS act_title, c.article, c.part, c.part_count, c.repealed,
+           c.text, c.content_sha256, c.version_id, v.version_no, v.valid_from
+    FROM current_versions v
+    JOIN chunks c USING (version_id);
+COMMENT ON VIEW current_chunks IS 'Search units (articles or parts of long articles) of the current texts.';
+
+-- Per embedding model: how many distinct chunk texts exist, are embedded, are waiting.
+CREATE OR REPLACE VIEW embedding_status AS
+    SELECT m.model, m.dimensions, m.backend,
+           (SELECT count(DISTINCT content_sha256) FROM chunks) AS texts,
+           (SELECT count(*) FROM embeddings e WHERE e.model = m.model) AS embedded,
+           (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model) AS queued,
+           (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing
+    FROM embedding_models m;
+COMMENT ON VIEW embedding_status IS 'Embedding progress per model (texts, embedded, queued, failing).';
+
+-- Definer-rights functions must not resolve names through the caller's search_path.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION versions_as_of(date) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+END
+$$;
