@@ -59,7 +59,8 @@ def ensure_current(url: str) -> None:
 
 
 # What a reader may use: the documented views and functions (README: "Querying with SQL").
-READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus")
+READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus",
+                "act_currency", "current_acts")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
     "thesaurus_expansion(text)",
