@@ -663,14 +663,15 @@ def db_grant_reader(role: str, password: str | None) -> None:
 # --- currency: acts / sync -------------------------------------------------------------------------
 
 @main.command("acts")
+@click.option("--all", "all_acts", is_flag=True, help="Also acts whose text is no longer the current one.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 @friendly
-def acts_cmd(as_json: bool) -> None:
+def acts_cmd(all_acts: bool, as_json: bool) -> None:
     """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
-    from .currency import current_acts
+    from .currency import list_acts
 
     _, conn = _open_db()
-    found = current_acts(conn)
+    found = list_acts(conn, current_only=not all_acts)
     conn.close()
     if as_json:
         _emit_json([c.to_dict() for c in found])

@@ -192,7 +192,9 @@ def for_acts(conn: psycopg.Connection, elis: Iterable[str]) -> dict[str, Currenc
     return {row[0]: _from_row(row) for row in rows}
 
 
-def current_acts(conn: psycopg.Connection) -> list[Currency]:
-    """Per base act, the act holding its current text, with its currency (the ``current_acts`` view)."""
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM current_acts ORDER BY base_eli").fetchall()
+def list_acts(conn: psycopg.Connection, *, current_only: bool = True) -> list[Currency]:
+    """Stored acts with their currency: per base act the one holding its current text (the
+    ``current_acts`` view), or every stored act, superseded consolidated texts included."""
+    view = "current_acts" if current_only else "act_currency"  # fixed names
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM {view} ORDER BY base_eli, eli").fetchall()
     return [_from_row(row) for row in rows]

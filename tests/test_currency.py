@@ -259,6 +259,8 @@ def test_sync_ingests_a_newer_consolidated_text_and_sees_an_act_go_out_of_force(
 
     acts = _acts(env)
     assert set(acts) == {TJ_NEWER, PATIENT_RIGHTS}  # DU/2025/277 no longer holds the current text
+    every = json.loads(_cli(env, "acts", "--all", "--json").stdout)
+    assert {(a["eli"], a["is_current"]) for a in every} == {(TJ_NEWER, True), (PATIENT_RIGHTS, True), (TJ_2025, False)}
     assert (acts[TJ_NEWER]["base_eli"], acts[TJ_NEWER]["amendments_after"]) == (LABOUR_CODE, 0)
     with psycopg.connect(env["url"]) as c:
         old = c.execute("SELECT in_force, is_current FROM act_currency WHERE eli = %s", (TJ_2025,)).fetchone()
@@ -296,3 +298,20 @@ def test_sync_is_resumable_exclusive_and_reports_failures(env):
     by_act = {a["act"]: a for a in report["acts"]}
     assert by_act[PATIENT_RIGHTS]["status"] == "failed" and "not found" in by_act[PATIENT_RIGHTS]["error"]
     assert by_act[TJ_NEWER]["status"] == "unchanged" and report["resumed"] is None
+
+
+def test_upgrade_fills_currency_from_metadata_stored_before_it(server_url):
+    require_mirror()
+    from pipeline import schema
+
+    url = create_database(server_url, "currency_backfill", migrate=False)
+    schema.upgrade(url, "0002")
+    record = _meta(TJ_2025)
+    with psycopg.connect(url) as c:
+        c.execute("INSERT INTO acts (eli, publisher, year, pos, base_eli, meta) VALUES (%s, 'DU', 2025, 277, %s, %s)",
+                  (TJ_2025, LABOUR_CODE, json.dumps(record)))
+    schema.upgrade(url)
+    with psycopg.connect(url) as c:
+        row = c.execute("SELECT amendments_after, amended_after->0->>'eli', change_date IS NOT NULL, checked_at IS NOT NULL "
+                        "FROM act_currency WHERE eli = %s", (TJ_2025,)).fetchone()
+    assert row == (5, "DU/2025/807", True, True)
