@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 
 from . import currency, db, store
 from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
-from .ingest import IngestError, IngestResult, ingest_act, ingest_document
+from .ingest import IngestError, IngestResult, ingest_act
 from .parse import ParseError
 
 CONSOLIDATED_TEXTS = "Inf. o tekście jednolitym"  # on a base act: its consolidated texts
@@ -246,7 +246,7 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
             result.current, result.version = newest.newest, ingested.version
             result.status = "new version" if ingested.status == "new" else "unchanged"
         elif result.metadata_changed:
-            result.status, result.version = _refresh(conn, eli, raw, meta, client=client, model=model,
+            result.status, result.version = _refresh(conn, url, eli, raw, meta, client=client, model=model,
                                                      archive_dir=archive_dir, max_chars=max_chars,
                                                      overlap=overlap, progress=progress)
         else:
@@ -267,7 +267,7 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
     return result
 
 
-def _refresh(conn: psycopg.Connection, eli: str, raw: bytes, meta: dict, *, client: EliClient,
+def _refresh(conn: psycopg.Connection, url: str, eli: str, raw: bytes, meta: dict, *, client: EliClient,
              model: str | None, archive_dir: Path, max_chars: int, overlap: int,
              progress: Callable[[str], None] | None) -> tuple[str, int | None]:
     """Changed metadata: download the text again; same bytes -> only the record is refreshed (no parse)."""
@@ -278,6 +278,9 @@ def _refresh(conn: psycopg.Connection, eli: str, raw: bytes, meta: dict, *, clie
     if latest and latest[1] == fetched.sha256:
         store.refresh_act(conn, meta)
         return "unchanged", latest[0]
-    stored = ingest_document(conn, meta, fetched.text, fetched.format, model=model, max_chars=max_chars,
-                             overlap=overlap)
+    # Another text under the same id (rare: a corrected publication): a full, logged ingest run.
+    stored = ingest_act(conn, url, eli, model=model, archive_dir=archive_dir, client=client,
+                        max_chars=max_chars, overlap=overlap, progress=progress)
+    if stored.status == "failed":
+        raise IngestError(stored.error or f"{eli}: ingest failed")
     return ("new version" if stored.status == "new" else "unchanged"), stored.version

@@ -300,6 +300,24 @@ def test_sync_is_resumable_exclusive_and_reports_failures(env):
     assert by_act[TJ_NEWER]["status"] == "unchanged" and report["resumed"] is None
 
 
+def test_sync_parses_again_only_when_the_downloaded_text_differs(env):
+    overlay = env["overlay"]
+    record = json.loads((overlay / "acts" / PATIENT_RIGHTS / "meta.json").read_text())
+    record["changeDate"] = "2026-10-02T12:00:00"
+    _put(overlay, PATIENT_RIGHTS, "meta.json", record)
+    html = (ELI_MIRROR / "acts" / PATIENT_RIGHTS / "text.html").read_bytes()
+    _put(overlay, PATIENT_RIGHTS, "text.html", html + b"\n<!-- served again -->\n")  # other bytes, same text
+    result = _cli(env, "sync", "--no-embed", "--archive", env["archive"])
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split("  ", 1) for line in result.stdout.splitlines())
+    assert lines[PATIENT_RIGHTS].startswith("not in force")
+    with psycopg.connect(env["url"]) as c:
+        versions = c.execute("SELECT count(*) FROM act_versions WHERE eli = %s", (PATIENT_RIGHTS,)).fetchone()[0]
+        run = c.execute("SELECT status FROM ingest_runs WHERE eli = %s ORDER BY run_id DESC LIMIT 1",
+                        (PATIENT_RIGHTS,)).fetchone()[0]
+    assert (versions, run) == (1, "unchanged")  # parsed and logged as an ingest run: the same articles
+
+
 def test_upgrade_fills_currency_from_metadata_stored_before_it(server_url):
     require_mirror()
     from pipeline import schema
