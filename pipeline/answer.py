@@ -52,6 +52,7 @@ class Fragment:
     part: int = 1
     score: float = 0.0  # fused score
     similarity: float | None = None  # vector cosine similarity
+    currency: str | None = None  # the act's currency note (pipeline.currency), told to the model
 
 
 @dataclass
@@ -83,7 +84,13 @@ def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
         if f.part > 1:
             header += f" (część {f.part})"
         blocks.append(f"{header}\n{f.text.strip()}")
-    user = "Fragmenty przepisów:\n\n" + "\n\n".join(blocks) + f"\n\nPytanie: {question.strip()}"
+    user = "Fragmenty przepisów:\n\n" + "\n\n".join(blocks)
+    notes = list(dict.fromkeys(f.currency for f in fragments if f.currency))
+    if notes:
+        # The model must not present a text as current law when the metadata says it was amended since.
+        user += ("\n\nAktualność aktów (metadane ELI):\n" + "\n".join(f"- {n}" for n in notes)
+                 + "\nJeżeli cytowany akt zmieniono później lub nie obowiązuje, zaznacz to w odpowiedzi.")
+    user += f"\n\nPytanie: {question.strip()}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 

@@ -6,6 +6,7 @@ import re
 
 import psycopg
 
+from . import currency
 from .fetch import parse_act_id
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
@@ -58,4 +59,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     if not row:
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
     keys = ("eli", "act_title", "article", "heading_path", "repealed", "text", "version_no", "valid_from")
-    return dict(zip(keys, row))
+    found = dict(zip(keys, row))
+    cur = currency.for_acts(conn, [found["eli"]]).get(found["eli"])
+    found["currency"] = cur.to_dict() if cur else None
+    return found

@@ -176,11 +176,13 @@ def db_stop() -> None:
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
 @click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
 @click.option("--chunk-chars", type=click.IntRange(200, 20000), help="Chunk size limit [default: 1200].")
+@click.option("--latest", is_flag=True,
+              help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
 def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, source: Path | None,
                offline: bool, archive_dir: Path | None, no_embed: bool, chunk_chars: int | None,
-               as_json: bool) -> None:
+               latest: bool, as_json: bool) -> None:
     """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
 
     \b
@@ -202,6 +204,8 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
         raise click.UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
     if paths and len(acts) > 1:
         raise click.UsageError("with file paths, --act may be given once (it names the act of the file)")
+    if latest and (source is not None or offline or paths or not acts):
+        raise click.UsageError("--latest asks the ELI API about --act IDs; it cannot read --source, --offline or files")
     files = _expand_paths(paths)
 
     url, conn = _open_db()
@@ -219,9 +223,16 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     total = len(files) + (0 if paths else len(acts))
     for i, act in enumerate(acts if not paths else []):
         _progress_line(as_json, i + 1, total, act)
-        results.append(ingest.ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
-                                         source_dir=source, offline=offline, client=client,
-                                         max_chars=max_chars, overlap=overlap, progress=say))
+        if latest:
+            from .sync import ingest_latest
+
+            results.append(ingest_latest(conn, url, act, client=client, model=model,
+                                         archive_dir=archive_dir or cfg.archive_dir, max_chars=max_chars,
+                                         overlap=overlap, progress=say))
+        else:
+            results.append(ingest.ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
+                                             source_dir=source, offline=offline, client=client,
+                                             max_chars=max_chars, overlap=overlap, progress=say))
         _report(results[-1], as_json)
     for j, path in enumerate(files):
         _progress_line(as_json, j + 1, total, str(path))
@@ -284,6 +295,9 @@ def _report(r: Any, quiet: bool) -> None:
     if r.status == "failed":
         click.echo(f"  failed: {r.error}", err=True)
         return
+    if r.resolved_from:
+        click.echo(f"  {r.resolved_from} -> newest consolidated text {r.act}, ingested as a version of the same act",
+                   err=True)
     line = f"  {r.status}: version {r.version}, {r.articles} articles, {r.chunks} chunks, {r.seconds:.1f}s"
     if r.changes:
         c = r.changes
@@ -381,6 +395,8 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     if found["repealed"]:
         head += " [uchylony]"
     click.echo(head)
+    if found["currency"]:
+        click.echo(f"Aktualność: {found['currency']['note']}")
     if found["heading_path"]:
         click.echo(" / ".join(found["heading_path"]))
     click.echo()
@@ -421,9 +437,11 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
     """Find the articles that answer QUERY (Polish full text + vectors, fused in SQL)."""
     _, conn = _open_db()
     hits = _run_search(conn, query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
+    currencies = _currencies(conn, hits)
     conn.close()
     if as_json:
-        _emit_json([h.to_dict() for h in hits])
+        _emit_json([{**h.to_dict(), "currency": currencies[h.act].to_dict() if h.act in currencies else None}
+                    for h in hits])
         return
     if not hits:
         click.echo("No matching articles.", err=True)
@@ -435,6 +453,14 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
         click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  "
                    f"vector {sim} (#{h.vector_rank or '-'})  text {bm25} (#{h.text_rank or '-'})")
         click.echo(f"    {_snippet(h.text)}")
+    for c in currencies.values():
+        click.echo(f"Aktualność: {c.note()}")
+
+
+def _currencies(conn: Any, hits: list) -> dict:
+    from .currency import for_acts
+
+    return for_acts(conn, [h.act for h in hits])
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -474,11 +500,14 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
             click.echo(f"Przeformułowane pytanie: {searched}", err=True)
     hits = _run_search(conn, searched, k=k, mode="hybrid", acts=acts, as_of=as_of,
                        include_repealed=include_repealed, embedder=embedder)
+    currencies = _currencies(conn, hits)
     conn.close()
     threshold = refusal_threshold(embedder.name)
     top = best_similarity(hits)
     fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
-                                    score=h.score, similarity=h.similarity) for h in hits]
+                                    score=h.score, similarity=h.similarity,
+                                    currency=currencies[h.act].note() if h.act in currencies else None)
+                 for h in hits]
     streamed = False
     if top is None or top < threshold:
         result = answering.refusal(fragments)
@@ -496,6 +525,10 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     else:
         result = answering.extractive_answer(question, fragments)
         note = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+    from .currency import warning
+
+    cited = [currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies]
+    currency_warning = warning(cited)
     if as_json:
         _emit_json({
             "question": question, "searched": searched, "answer": result.text, "refused": result.refused,
@@ -504,6 +537,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
                            "similarity": f.similarity} for f in fragments],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "top_similarity": top, "threshold": threshold, "note": note,
+            "currency": {c.eli: c.to_dict() for c in cited}, "currency_warning": currency_warning,
         })
         return
     if result.model is None and not result.refused:
@@ -512,6 +546,8 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
         click.echo()
     else:
         click.echo(result.text)
+    if currency_warning:
+        click.echo(currency_warning, err=True)
     foreign = answering.foreign_citations(result)
     if foreign:
         click.echo("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "
@@ -622,3 +658,74 @@ def db_grant_reader(role: str, password: str | None) -> None:
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="ROLE") from None
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)} and call search_chunks()")
+
+
+# --- currency: acts / sync -------------------------------------------------------------------------
+
+@main.command("acts")
+@click.option("--all", "all_acts", is_flag=True, help="Also acts whose text is no longer the current one.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+@friendly
+def acts_cmd(all_acts: bool, as_json: bool) -> None:
+    """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
+    from .currency import list_acts
+
+    _, conn = _open_db()
+    found = list_acts(conn, current_only=not all_acts)
+    conn.close()
+    if as_json:
+        _emit_json([c.to_dict() for c in found])
+        return
+    if not found:
+        click.echo("No acts stored; run: pipeline ingest --act DU/2025/277", err=True)
+        return
+    click.echo(f"{'act':<14} {'base act':<14} {'ver':>3} {'text as of':<10} {'in force':<12} {'later':>5} "
+               f"{'checked':<16}  latest amendment")
+    for c in found:
+        later = "?" if c.amended_after is None else str(len(c.amended_after))
+        last = c.amended_after[-1] if c.amended_after else None
+        checked = f"{c.checked_at:%Y-%m-%d %H:%M}" if c.checked_at else "-"
+        click.echo(f"{c.eli:<14} {c.base_eli:<14} {c.version_no or '-':>3} {str(c.text_as_of or '-'):<10} {c.in_force or '-':<12} "
+                   f"{later:>5} {checked:<16}  {f'{last.eli} ({last.date})' if last else ''}")
+
+
+@main.command("sync")
+@click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
+@click.option("--no-embed", is_flag=True, help="Do not compute embeddings for new versions now.")
+@click.option("--restart", is_flag=True, help="Check every act, even those an interrupted sync already checked.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+@friendly
+def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: bool) -> None:
+    """Re-check every stored act against the ELI API and ingest what changed (safe to run from cron).
+
+    \b
+    One line per act: unchanged | new version (a newer consolidated text) | amended since (the API
+    lists amendments the stored text lacks) | not in force | failed | skipped (checked by an
+    interrupted sync that this one resumes). Exit status 1 when any act failed; a second sync while
+    one runs is refused.
+    """
+    from .fetch import EliClient
+    from .sync import sync
+
+    cfg = settings()
+    url, conn = _open_db()
+    embedder = None if no_embed else _embedder()
+    max_chars = cfg.chunk_chars
+    with EliClient() as client:
+        report = sync(url, client=client, model=embedder.name if embedder else None,
+                      archive_dir=archive_dir or cfg.archive_dir, max_chars=max_chars,
+                      overlap=min(cfg.chunk_overlap, max_chars // 3), restart=restart,
+                      progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
+                      on_result=None if as_json else (lambda r: click.echo(r.line())))
+    if embedder is not None:
+        _drain(conn, embedder, quiet=as_json)
+    conn.close()
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        counts = report.to_dict()["counts"]
+        click.echo(f"sync {report.sync_id}: " + (", ".join(f"{n} {s}" for s, n in counts.items()) or "no acts stored")
+                   + (f" (resumed sync {report.resumed})" if report.resumed else ""), err=True)
+    if report.failed:
+        sys.exit(1)

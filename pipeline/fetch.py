@@ -138,6 +138,21 @@ class EliClient:
         aid = _as_act_id(act_id)
         return _decode_meta(self.meta_bytes(aid), f"{self.base_url}/acts/{aid.path}", aid)
 
+    def search(self, **params: str | int) -> dict[str, Any]:
+        """GET /acts/search (e.g. title=..., type="Obwieszczenie"): ``{count, totalCount, items: [record]}``."""
+        query = str(httpx.QueryParams(params))
+        resp = self._get(f"/acts/search?{query}")
+        where = f"{self.base_url}/acts/search?{query}"
+        if resp is None:
+            raise FetchError(f"{where}: not found")
+        try:
+            found = json.loads(resp.content)
+        except ValueError:
+            raise FetchError(f"{where}: the answer is not valid JSON") from None
+        if not isinstance(found, dict) or not isinstance(found.get("items"), list):
+            raise FetchError(f"{where}: the answer has no list of items")
+        return found
+
     def text_html(self, act_id: ActId | str) -> bytes | None:
         """The act's HTML, or None when there is none (the API answers 200 with 0 bytes, or 404)."""
         resp = self._get(f"/acts/{_as_act_id(act_id).path}/text.html")
@@ -262,11 +277,13 @@ def fetch_act(
     offline: bool = False,
     source_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    raw_meta: bytes | None = None,
 ) -> FetchedAct:
     """Get an act's metadata and text, preferring HTML, and archive the raw responses.
 
     ``source_dir`` reads an archive in the mirror layout directly (no HTTP, nothing copied);
-    ``offline`` reads only what an earlier fetch left in ``archive_dir``.
+    ``offline`` reads only what an earlier fetch left in ``archive_dir``; ``raw_meta``: the metadata
+    response already downloaded (sync), so it is not asked for twice.
     """
     aid = _as_act_id(act_id)
     say = progress or (lambda _msg: None)
@@ -285,8 +302,9 @@ def fetch_act(
     own_client = client is None
     cl = client or EliClient()
     try:
-        say(f"{aid}: metadata")
-        raw_meta = cl.meta_bytes(aid)
+        if raw_meta is None:
+            say(f"{aid}: metadata")
+            raw_meta = cl.meta_bytes(aid)
         meta = json.loads(raw_meta)
         text: bytes | None = None
         fmt: Literal["html", "pdf"] = "html"

@@ -41,6 +41,7 @@ class IngestResult:
     seconds: float = 0.0
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    resolved_from: str | None = None  # --latest: the act asked for, when its newest text is another
 
     def to_dict(self) -> dict:
         return asdict(self)

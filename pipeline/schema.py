@@ -15,7 +15,7 @@ from .resources import MIGRATIONS_DIR, SQL_DIR
 # The public SQL interface (README "Querying with SQL"): idempotent files applied in this order after
 # the incremental revisions, as one step, whenever their content changes (pgai's incremental +
 # idempotent split). A revision never reads them: it runs its own frozen SQL.
-INTERFACE_FILES = ("polish_fts.sql", "views.sql", "thesaurus.sql", "search.sql")
+INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "search.sql")
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
 
@@ -104,7 +104,8 @@ def ensure_current(url: str) -> None:
 
 
 # What a reader may use: the documented views and functions (README: "Querying with SQL").
-READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus")
+READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus",
+                "act_currency", "current_acts")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
     "thesaurus_expansion(text)",

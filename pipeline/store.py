@@ -17,6 +17,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
+from . import currency
 from .db import pid_alive
 from .parse.model import Article, ParsedAct
 
@@ -60,19 +61,22 @@ def valid_from(meta: dict) -> dt.date | None:
 
 
 def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
+    """The publication's record, currency included: refreshed on every ingest, changed text or not."""
     conn.execute(
         """
         INSERT INTO acts (eli, publisher, year, pos, title, act_type, status, in_force, base_eli,
                           announcement_date, promulgation_date, legal_status_date, entry_into_force,
-                          expiration_date, meta, updated_at)
+                          expiration_date, meta, updated_at, amended_after, change_date, checked_at)
         VALUES (%(eli)s, %(publisher)s, %(year)s, %(pos)s, %(title)s, %(type)s, %(status)s, %(in_force)s,
-                %(base)s, %(ann)s, %(prom)s, %(lsd)s, %(eif)s, %(exp)s, %(meta)s, now())
+                %(base)s, %(ann)s, %(prom)s, %(lsd)s, %(eif)s, %(exp)s, %(meta)s, now(),
+                %(amended_after)s, %(change_date)s, now())
         ON CONFLICT (eli) DO UPDATE SET
             title = EXCLUDED.title, act_type = EXCLUDED.act_type, status = EXCLUDED.status,
             in_force = EXCLUDED.in_force, base_eli = EXCLUDED.base_eli,
             announcement_date = EXCLUDED.announcement_date, promulgation_date = EXCLUDED.promulgation_date,
             legal_status_date = EXCLUDED.legal_status_date, entry_into_force = EXCLUDED.entry_into_force,
-            expiration_date = EXCLUDED.expiration_date, meta = EXCLUDED.meta, updated_at = now()
+            expiration_date = EXCLUDED.expiration_date, meta = EXCLUDED.meta, updated_at = now(),
+            amended_after = EXCLUDED.amended_after, change_date = EXCLUDED.change_date, checked_at = now()
         """,
         {
             "eli": meta["ELI"], "publisher": meta.get("publisher"), "year": meta.get("year"),
@@ -80,9 +84,16 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
             "status": meta.get("status"), "in_force": meta.get("inForce"), "base": base_eli(meta),
             "ann": _date(meta.get("announcementDate")), "prom": _date(meta.get("promulgation")),
             "lsd": _date(meta.get("legalStatusDate")), "eif": _date(meta.get("entryIntoForce")),
-            "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta),
+            "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta), **currency.columns(meta),
         },
     )
+
+
+def refresh_act(conn: psycopg.Connection, meta: dict) -> None:
+    """Store changed metadata of an act whose text is unchanged (sync), under the act's lock."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(meta["ELI"]),))
+        upsert_act(conn, meta)
 
 
 def _lock_key(eli: str) -> int:

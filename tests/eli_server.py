@@ -7,6 +7,12 @@ queue per path::
         server.inject("/acts/DU/2025/277", [Fault.status(503), Fault.status(503)])
         EliClient(server.url, min_interval=0).meta("DU/2025/277")   # 503, 503, then the real file
         assert server.count("/acts/DU/2025/277") == 3
+
+A test can change what the API says without copying the mirror into the repository: files in an
+overlay folder (same layout, e.g. under tmp_path) replace or add to the mirror's, and
+``acts/search.json`` there is the answer to ``/acts/search`` (whatever the query)::
+
+    server.overlay = tmp_path          # tmp_path/acts/DU/2025/277/meta.json now wins
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _ROUTE = re.compile(r"/acts/(DU|MP)/(\d{4})/(\d{1,6})(?:/(text\.pdf|text\.html|struct|references))?")
+_SEARCH = "/acts/search"
 _FILES = {None: "meta.json", "text.pdf": "text.pdf", "text.html": "text.html",
           "struct": "struct.json", "references": "references.json"}
 _TYPES = {".json": "application/json", ".pdf": "application/pdf", ".html": "text/html; charset=utf-8"}
@@ -72,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        fault = self.server.mirror.record(path, dict(self.headers.items()))
+        fault = self.server.mirror.record(path, dict(self.headers.items()), self.path)
         try:
             self._answer(path, fault)
         except (BrokenPipeError, ConnectionResetError):
@@ -107,17 +114,28 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, body, ctype)
 
     def _resolve(self, path: str) -> tuple[bytes, str] | None:
+        if path == _SEARCH:
+            found = self._file("acts/search.json")
+            return (found.read_bytes(), _TYPES[".json"]) if found else None
         m = _ROUTE.fullmatch(path)
         if m is None:
             return None
-        act = self.server.mirror.root / "acts" / m.group(1) / m.group(2) / m.group(3)
-        file = act / _FILES[m.group(4)]
-        if file.is_file():
+        act = f"acts/{m.group(1)}/{m.group(2)}/{m.group(3)}"
+        file = self._file(f"{act}/{_FILES[m.group(4)]}")
+        if file is not None:
             return file.read_bytes(), _TYPES[file.suffix]
-        if m.group(4) == "text.html" and (act / "meta.json").is_file():
+        meta = self._file(f"{act}/meta.json")
+        if m.group(4) == "text.html" and meta is not None:
             # The real API answers 200 with 0 bytes on text.html of an act whose textHTML is false.
-            if not json.loads((act / "meta.json").read_bytes()).get("textHTML"):
+            if not json.loads(meta.read_bytes()).get("textHTML"):
                 return b"", _TYPES[".html"]
+        return None
+
+    def _file(self, relative: str) -> Path | None:
+        """The overlay's file when it has one, else the mirror's."""
+        for root in (self.server.mirror.overlay, self.server.mirror.root):
+            if root is not None and (root / relative).is_file():
+                return root / relative
         return None
 
     def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
@@ -143,6 +161,8 @@ class MirrorServer:
         self._faults: dict[str, deque[Fault]] = {}
         self._counts: Counter[str] = Counter()
         self.requests: list[tuple[str, dict[str, str]]] = []  # (path, headers) in arrival order
+        self.urls: list[str] = []  # path and query string, in arrival order
+        self.overlay: Path | None = None  # files here win over the mirror's (see the module doc)
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.mirror = self
@@ -164,11 +184,13 @@ class MirrorServer:
             self._faults.clear()
             self._counts.clear()
             self.requests.clear()
+            self.urls.clear()
 
-    def record(self, path: str, headers: dict[str, str]) -> Fault | None:
+    def record(self, path: str, headers: dict[str, str], raw: str = "") -> Fault | None:
         with self._lock:
             self._counts[path] += 1
             self.requests.append((path, headers))
+            self.urls.append(raw or path)
             queue = self._faults.get(path)
             return queue.popleft() if queue else None
 

@@ -194,7 +194,7 @@ def reader(url: str):
     done = run_cli("db", "grant-reader", "reader1", "--password", "pw", env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, current_chunks, "
-                                   "embedding_status, thesaurus and call search_chunks()")
+                                   "embedding_status, thesaurus, act_currency, current_acts and call search_chunks()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
     reader_url = url.replace("postgres:@", "reader1:pw@", 1)
     assert reader_url != url
