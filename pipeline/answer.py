@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from .errors import AnswerError
+
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
 
 SYSTEM_PROMPT = f"""Jesteś asystentem prawnym. Odpowiadasz na pytania o polskie prawo \
@@ -35,10 +37,6 @@ OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "openai/gpt-4o-mini"
 EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
 MAX_ANSWER_TOKENS = 1024
-
-
-class AnswerError(RuntimeError):
-    """The answer could not be produced; the message is one line and says the fix."""
 
 
 @dataclass

@@ -6,13 +6,10 @@ import re
 
 import psycopg
 
+from .errors import ArticleNotFound
 from .fetch import parse_act_id
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
-
-
-class ArticleNotFound(LookupError):
-    pass
 
 
 def canonical_article(text: str) -> str:

@@ -15,23 +15,9 @@ import click
 
 from . import __version__
 from .config import settings
+from .errors import PipelineError, UsageError, one_line
 
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    import psycopg
-
-    from .answer import AnswerError
-    from .articles import ArticleNotFound
-    from .db import DatabaseError
-    from .embedders import EmbedderError
-    from .fetch import FetchError
-    from .ingest import IngestError
-    from .parse import ParseError
-
-    return (DatabaseError, FetchError, ParseError, IngestError, EmbedderError, AnswerError, ArticleNotFound,
-            psycopg.Error)
-
 
 def friendly(fn: Callable) -> Callable:
     @functools.wraps(fn)
@@ -42,16 +28,23 @@ def friendly(fn: Callable) -> Callable:
             raise
         except (click.ClickException, click.Abort):
             raise
+        except UsageError as exc:
+            # Bad input found by the library: reported like click's own usage errors (exit 2).
+            if exc.param:
+                raise click.BadParameter(str(exc), param_hint=exc.param) from None
+            raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
             click.echo("Interrupted; nothing half-written (each act is one transaction).", err=True)
             sys.exit(130)
         except Exception as exc:
             if os.environ.get("PIPELINE_DEBUG"):
                 raise
-            if isinstance(exc, _known_errors()):
-                msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            import psycopg
+
+            if isinstance(exc, (PipelineError, psycopg.Error)):
+                msg = one_line(exc)
             else:
-                msg = f"unexpected {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''} (PIPELINE_DEBUG=1 shows the traceback)"
+                msg = f"unexpected {type(exc).__name__}: {one_line(exc) if str(exc).strip() else ''} (PIPELINE_DEBUG=1 shows the traceback)"
             click.echo(f"Error: {msg}", err=True)
             sys.exit(1)
 

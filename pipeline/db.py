@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 
 from .config import Settings, settings
+from .errors import DatabaseError, one_line
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ EMBEDDED_TUNING = {
     "work_mem": "32MB",
     "max_parallel_maintenance_workers": "2",
 }
-
-
-class DatabaseError(RuntimeError):
-    """The database cannot be reached or is not in a usable state (message says the fix)."""
 
 
 def _prune_dead_handles(pgdata: Path) -> None:
@@ -154,8 +151,7 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseError(f"cannot connect to the database ({_redact(url)}): {first}; check DATABASE_URL") from exc
+        raise DatabaseError(f"cannot connect to the database ({_redact(url)}): {one_line(exc)}; check DATABASE_URL") from exc
     _register_vector(conn)
     return conn
 

@@ -21,9 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import numpy as np
 
-
-class EmbedderError(RuntimeError):
-    """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
+from .errors import EmbedderError
 
 
 @runtime_checkable

@@ -9,12 +9,9 @@ import psycopg
 
 from .articles import canonical_article
 from .embedders import Embedder
+from .errors import EvalError
 from .fetch import parse_act_id
 from .search import MODES, Hit, best_similarity, refusal_threshold, search
-
-
-class EvalError(ValueError):
-    """The question file is malformed (the message names the line)."""
 
 
 @dataclass

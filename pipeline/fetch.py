@@ -27,6 +27,7 @@ from typing import Any, Literal
 import httpx
 
 from . import __version__
+from .errors import FetchError, InvalidActId
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # TODO(lead): replace with the project's public repository address.
@@ -35,14 +36,6 @@ USER_AGENT = f"pipeline/{__version__} (+{PROJECT_URL}; Polish law search)"
 PUBLISHERS = ("DU", "MP")
 SUMS_FILE = "SHA256SUMS"
 TEXT_FILES = {"html": "text.html", "pdf": "text.pdf"}
-
-
-class FetchError(Exception):
-    """An act cannot be fetched or read back; the message is one line meant for the user."""
-
-
-class InvalidActId(FetchError, ValueError):
-    """The text is not an act id such as DU/2025/277 or "Dz.U. 2025 poz. 277"."""
 
 
 @dataclass(frozen=True, order=True)

@@ -16,14 +16,11 @@ from pathlib import Path
 import psycopg
 
 from . import store
+from .errors import IngestError, one_line
 from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
 from .parse import ParsedAct, ParseError
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
-
-
-class IngestError(RuntimeError):
-    """An act could not be ingested; nothing of it was written."""
 
 
 @dataclass
@@ -192,7 +189,7 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
         result = work()
     except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
         conn.rollback()
-        result = IngestResult(act=eli, status="failed", error=_one_line(exc))
+        result = IngestResult(act=eli, status="failed", error=one_line(exc))
     except BaseException as exc:
         _abandon(conn, url, run_id, exc)
         raise
@@ -216,9 +213,4 @@ def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException
     with contextlib.suppress(Exception):
         conn.rollback()
     with contextlib.suppress(Exception):
-        store.finish_run(url, run_id, "failed", message=_one_line(exc))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        store.finish_run(url, run_id, "failed", message=one_line(exc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import db, schema
+from .errors import one_line
 
 
 def database_status() -> dict[str, Any]:
@@ -72,7 +73,7 @@ def doctor() -> list[dict[str, str]]:
         add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
             "" if major >= 15 else "use PostgreSQL 15 or newer")
     except Exception as exc:
-        add("database", "fail", str(exc).splitlines()[0],
+        add("database", "fail", one_line(exc),
             "set DATABASE_URL to a reachable server, or unset it to use the embedded one")
     if conn is not None:
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ParseError
+
+__all__ = ["Article", "ParseError", "ParsedAct"]
+
 
 @dataclass
 class Article:
@@ -31,7 +35,3 @@ class ParsedAct:
     source_format: str = ""  # "pdf" | "html"
     pages: int = 0  # PDF pages (0 for HTML)
     warnings: list[str] = field(default_factory=list)
-
-
-class ParseError(ValueError):
-    """The document cannot be turned into articles (corrupt, encrypted, no articles)."""
