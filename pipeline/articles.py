@@ -7,7 +7,7 @@ import re
 import psycopg
 
 from .errors import ArticleNotFound
-from .fetch import parse_act_id
+from .act_id import parse_act_id
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 

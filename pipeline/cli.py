@@ -190,7 +190,9 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     if all_acts:
         if source is None:
             raise click.UsageError("--all needs --source DIR (an archive in the ELI mirror layout)")
-        acts = acts + tuple(_acts_in(source))
+        from .act_id import acts_in
+
+        acts = acts + tuple(str(a) for a in acts_in(source))
     if not acts and not paths:
         raise click.UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
     if paths and len(acts) > 1:
@@ -241,17 +243,6 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     conn.close()
     if failed:
         sys.exit(1)
-
-
-def _acts_in(source: Path) -> list[str]:
-    root = source / "acts"
-    found = []
-    for meta in sorted(root.glob("*/*/*/meta.json")):
-        pub, year, pos = meta.parent.parts[-3:]
-        found.append(f"{pub}/{year}/{pos}")
-    if not found:
-        raise click.UsageError(f"no acts in {source} (expected {root}/PUB/YEAR/POS/meta.json)")
-    return sorted(found, key=lambda a: (a.split("/")[0], int(a.split("/")[1]), int(a.split("/")[2])))
 
 
 def _expand_paths(paths: tuple[Path, ...]) -> list[Path]:

@@ -10,7 +10,7 @@ import psycopg
 from .articles import canonical_article
 from .embedders import Embedder
 from .errors import EvalError
-from .fetch import parse_act_id
+from .act_id import parse_act_id
 from .search import MODES, Hit, best_similarity, refusal_threshold, search
 
 

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,59 +26,17 @@ from typing import Any, Literal
 import httpx
 
 from . import __version__
-from .errors import FetchError, InvalidActId
+# The act id has its own module; these names stay importable from here.
+from .act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
+from .act_id import as_act_id as _as_act_id
+from .errors import FetchError
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # TODO(lead): replace with the project's public repository address.
 PROJECT_URL = "https://github.com/pipeline-pl/pipeline"
 USER_AGENT = f"pipeline/{__version__} (+{PROJECT_URL}; Polish law search)"
-PUBLISHERS = ("DU", "MP")
 SUMS_FILE = "SHA256SUMS"
 TEXT_FILES = {"html": "text.html", "pdf": "text.pdf"}
-
-
-@dataclass(frozen=True, order=True)
-class ActId:
-    publisher: str
-    year: int
-    pos: int
-
-    def __str__(self) -> str:
-        return f"{self.publisher}/{self.year}/{self.pos}"
-
-    @property
-    def path(self) -> str:
-        """The id as used in API paths and in the archive layout."""
-        return str(self)
-
-
-_ELI_RE = re.compile(r"(?i)(DU|MP)/(\d{4})/(\d{1,6})")
-# "Dz.U. 2025 poz. 277", "Dz. U. z 2025 r. poz. 277", "M.P. 2025 poz. 5", "Dz.U. 1974 nr 24 poz. 141"
-_CITATION_RE = re.compile(
-    r"(?i)(dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?(\d{4})\s*(?:r\.)?\s*(?:nr\s*\d+\s*,?\s*)?poz\.?\s*(\d{1,6})"
-)
-
-
-def parse_act_id(text: str) -> ActId:
-    """Parse "DU/2025/277", "du/2025/277" or "Dz.U. 2025 poz. 277" into an ActId."""
-    s = (text or "").strip()
-    if m := _ELI_RE.fullmatch(s):
-        pub, year, pos = m.group(1).upper(), int(m.group(2)), int(m.group(3))
-    elif m := _CITATION_RE.fullmatch(s):
-        pub = "DU" if m.group(1).lower().startswith("dz") else "MP"
-        year, pos = int(m.group(2)), int(m.group(3))
-    else:
-        raise InvalidActId(
-            f"invalid act id {s!r}: expected PUBLISHER/YEAR/POS such as DU/2025/277 "
-            f"(publishers: {', '.join(PUBLISHERS)}) or 'Dz.U. 2025 poz. 277'"
-        )
-    if not 1918 <= year <= 2100 or pos < 1:
-        raise InvalidActId(f"invalid act id {s!r}: year must be 1918-2100 and position at least 1")
-    return ActId(pub, year, pos)
-
-
-def _as_act_id(act_id: ActId | str) -> ActId:
-    return act_id if isinstance(act_id, ActId) else parse_act_id(act_id)
 
 
 class EliClient:
@@ -241,10 +198,6 @@ class FetchedAct:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text).hexdigest()
-
-
-def act_dir(root: Path, act_id: ActId) -> Path:
-    return Path(root) / "acts" / act_id.publisher / str(act_id.year) / str(act_id.pos)
 
 
 def fetch_act(

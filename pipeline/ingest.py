@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -17,7 +16,8 @@ import psycopg
 
 from . import store
 from .errors import IngestError, one_line
-from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
+from .act_id import ActId, act_id_from_path, parse_act_id  # noqa: F401 (importable from here, as before)
+from .fetch import EliClient, FetchError, fetch_act
 from .parse import ParsedAct, ParseError
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
@@ -60,24 +60,6 @@ def sniff_format(data: bytes, name: str = "") -> str:
     if head[:1] == b"<" or name.lower().endswith((".html", ".htm")):
         return "html"
     raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
-
-
-_FILE_ID = [
-    re.compile(r"(?P<pub>DU|MP)[_/-](?P<year>\d{4})[_/-](?P<pos>\d+)", re.IGNORECASE),  # DU_2025_277.pdf
-    re.compile(r"\b(?P<pub>D|M)(?P<year>\d{4})0*(?P<pos>[1-9]\d{0,3})L?j?\.(?:pdf|html?)$", re.IGNORECASE),  # D20250277.pdf
-    re.compile(r"acts/(?P<pub>DU|MP)/(?P<year>\d{4})/(?P<pos>\d+)/text\.(?:pdf|html)$"),  # mirror layout
-]
-
-
-def act_id_from_path(path: Path) -> ActId:
-    text = path.as_posix()
-    for pattern in _FILE_ID:
-        m = pattern.search(text)
-        if m:
-            pub = m.group("pub").upper()
-            pub = {"D": "DU", "M": "MP"}.get(pub, pub)
-            return parse_act_id(f"{pub}/{m.group('year')}/{int(m.group('pos'))}")
-    raise IngestError(f"cannot tell the act of {path.name} from its name; pass --act DU/YYYY/POS")
 
 
 def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:

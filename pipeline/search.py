@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import psycopg
 
 from .embedders import Embedder
-from .fetch import parse_act_id
+from .act_id import parse_act_id
 
 MODES = ("hybrid", "vector", "text")
 
