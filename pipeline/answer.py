@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from .errors import AnswerError
+from .redact import scrub
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
 
@@ -267,7 +268,8 @@ def _explain(exc: Exception, config: ChatConfig) -> Exception:
         return exc
     else:
         msg = f"calling {server} failed: {type(exc).__name__}{_detail(exc, config)}"
-    return AnswerError(_scrub(msg, config))
+    # Some servers echo (part of) the key in their error message.
+    return AnswerError(scrub(msg, config.api_key))
 
 
 def _detail(exc: Exception, config: ChatConfig) -> str:
@@ -279,16 +281,6 @@ def _detail(exc: Exception, config: ChatConfig) -> str:
     text = text or getattr(exc, "message", None) or str(exc)
     text = " ".join(str(text).split())[:200]
     return f": {text}" if text else ""
-
-
-_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
-
-
-def _scrub(text: str, config: ChatConfig) -> str:
-    # Some servers echo (part of) the key in their error message.
-    if config.api_key:
-        text = text.replace(config.api_key, "***")
-    return _KEYLIKE.sub("***", text)
 
 
 def _cost(usage, config: ChatConfig) -> float | None:

@@ -16,6 +16,7 @@ import psycopg
 
 from .config import Settings, settings
 from .errors import DatabaseError, one_line
+from .redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to the database ({_redact(url)}): {one_line(exc)}; check DATABASE_URL") from exc
+        raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; check DATABASE_URL") from exc
     _register_vector(conn)
     return conn
 
@@ -165,17 +166,6 @@ def _register_vector(conn: psycopg.Connection) -> None:
         pass  # extension not created yet (before the first migration)
     if not conn.autocommit:
         conn.rollback()
-
-
-def _redact(url: str) -> str:
-    """Hide a password in a URL before showing it."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            user = creds.split(":", 1)[0]
-            return f"{scheme}://{user}:***@{host}"
-    return url
 
 
 __all__ = [

@@ -16,12 +16,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 
 from .errors import EmbedderError
+from .redact import redact_url
 
 
 @runtime_checkable
@@ -75,16 +76,6 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
-
-
-def _safe_url(url: str) -> str:
-    """The URL without user:password, for messages and describe()."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)
 
 
 class _Base:
@@ -223,7 +214,7 @@ class _HTTPBase(_Base):
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         url = self.base_url + path
-        where = _safe_url(self.base_url)
+        where = redact_url(self.base_url)
         problem = ""
         for attempt in range(self.retries):
             if attempt:
@@ -264,7 +255,7 @@ class _HTTPBase(_Base):
         self._client.close()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "url": _safe_url(self.base_url), "timeout_s": self.timeout}
+        return {**super().describe(), "url": redact_url(self.base_url), "timeout_s": self.timeout}
 
 
 def _error_text(resp: httpx.Response) -> str:
@@ -309,7 +300,7 @@ class OllamaEmbedder(_HTTPBase):
         data = self._post("/api/embed", body)
         vectors = data.get("embeddings") if isinstance(data, dict) else None
         if not isinstance(vectors, list):
-            raise EmbedderError(f"Ollama at {_safe_url(self.base_url)} answered /api/embed without 'embeddings'")
+            raise EmbedderError(f"Ollama at {redact_url(self.base_url)} answered /api/embed without 'embeddings'")
         return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
 
     def _unreachable(self, where: str) -> EmbedderError:
@@ -391,7 +382,7 @@ class OpenAIEmbedder(_HTTPBase):
         data = self._post("/embeddings", body)
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
-            raise EmbedderError(f"embedding server at {_safe_url(self.base_url)} answered without 'data'")
+            raise EmbedderError(f"embedding server at {redact_url(self.base_url)} answered without 'data'")
         items = sorted(items, key=lambda d: d.get("index", 0))
         return np.asarray([d["embedding"] for d in items], dtype=np.float32).reshape(len(items), -1)
 
