@@ -16,6 +16,7 @@ import psycopg
 
 from .config import Settings, settings
 from .errors import DatabaseError, one_line
+from .files import write_atomic
 from .redact import redact_url
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,7 @@ def _prune_dead_handles(pgdata: Path) -> None:
         pids = []
     alive = [p for p in pids if isinstance(p, int) and pid_alive(p)]
     if alive != pids:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(alive))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(alive).encode(), mode=0o644)
 
 
 def pid_alive(pid: int) -> bool:

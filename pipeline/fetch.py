@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from . import __version__
 from .act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
 from .act_id import as_act_id as _as_act_id
 from .errors import FetchError
+from .files import write_atomic
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # TODO(lead): replace with the project's public repository address.
@@ -303,21 +303,8 @@ def _write_archive(d: Path, files: dict[str, bytes]) -> tuple[Path, ...]:
     for stale in TEXT_FILES.values():
         if stale not in files:
             (d / stale).unlink(missing_ok=True)
-    paths = [_write_atomic(d / name, data) for name, data in files.items()]
+    paths = [write_atomic(d / name, data) for name, data in files.items()]
     sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items())
-    paths.append(_write_atomic(d / SUMS_FILE, sums.encode("ascii")))
+    paths.append(write_atomic(d / SUMS_FILE, sums.encode("ascii")))
     return tuple(paths)
 
-
-def _write_atomic(path: Path, data: bytes) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
