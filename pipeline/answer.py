@@ -7,13 +7,13 @@ only and cites them as ``[DU/2025/277, art. 154]``. Without a model:
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from .config import env_number
 from .errors import AnswerError
 from .redact import scrub
 
@@ -180,20 +180,14 @@ def _is_openrouter(url: str) -> bool:
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    value = env.get(name)
-    if not value:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise AnswerError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise AnswerError(f"{name} must be a non-negative number, got {value!r}")
-    return number
+    value = env_number(env, name, float, error=AnswerError)
+    return default if value is None else float(value)
 
 
 def _price(env: Mapping[str, str], name: str) -> float | None:
-    return _number(env, name, -1.0) if env.get(name) else None
+    # A free model costs 0.
+    value = env_number(env, name, float, allow_zero=True, error=AnswerError)
+    return None if value is None else float(value)
 
 
 # --- talking to the model ----------------------------------------------------------

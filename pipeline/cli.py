@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .chunk import DEFAULT_MAX_CHARS, MIN_CHARS
 from .config import settings
 from .errors import PipelineError, UsageError, one_line
 
@@ -168,7 +169,7 @@ def db_stop() -> None:
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
 @click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
-@click.option("--chunk-chars", type=click.IntRange(200, 20000), help="Chunk size limit [default: 1200].")
+@click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, 20000), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
 def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, source: Path | None,
@@ -203,7 +204,7 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     embedder = None if no_embed else _embedder()
     model = embedder.name if embedder else None
     max_chars = chunk_chars or cfg.chunk_chars
-    overlap = min(cfg.chunk_overlap, max_chars // 3)
+    overlap = cfg.chunk_overlap  # chunk_article keeps it within a third of the size
     results = []
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     client = None

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
+from .config import env_number
 from .errors import EmbedderError
 from .redact import redact_url
 
@@ -410,26 +411,13 @@ class OpenAIEmbedder(_HTTPBase):
         return info
 
 
-def _positive(env: Mapping[str, str], key: str, kind: type[int] | type[float], what: str) -> Any:
-    """A positive number from the environment, None when unset; anything else is a one-line error."""
-    raw = env.get(key, "").strip()
-    if not raw:
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise EmbedderError(f"{key} must be {what}, got {raw!r}")
-    return value
-
-
 def _positive_int(env: Mapping[str, str], key: str) -> int | None:
-    return _positive(env, key, int, "a positive integer")
+    value = env_number(env, key, int, error=EmbedderError)
+    return None if value is None else int(value)
 
 
 def _positive_float(env: Mapping[str, str], key: str) -> float | None:
-    return _positive(env, key, float, "a positive number of seconds")
+    return env_number(env, key, float, what="a positive number of seconds", error=EmbedderError)
 
 
 def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 
+from . import chunk as chunking
 from . import store
 from .errors import IngestError, one_line
 from .act_id import ActId, act_id_from_path, parse_act_id  # noqa: F401 (importable from here, as before)
@@ -111,8 +112,8 @@ def ingest_act(
     source_dir: Path | None = None,
     offline: bool = False,
     client: EliClient | None = None,
-    max_chars: int = 1200,
-    overlap: int = 200,
+    max_chars: int = chunking.DEFAULT_MAX_CHARS,
+    overlap: int = chunking.DEFAULT_OVERLAP,
     progress: Callable[[str], None] | None = None,
 ) -> IngestResult:
     """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs."""
@@ -140,8 +141,8 @@ def ingest_file(
     *,
     act: str | None,
     model: str | None,
-    max_chars: int = 1200,
-    overlap: int = 200,
+    max_chars: int = chunking.DEFAULT_MAX_CHARS,
+    overlap: int = chunking.DEFAULT_OVERLAP,
 ) -> IngestResult:
     label = act or path.name
     try:
