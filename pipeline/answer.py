@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from .config import env_number
 from .errors import AnswerError
+from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 from .redact import scrub
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
@@ -87,9 +88,8 @@ def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
 
 # --- citations ----------------------------------------------------------------
 
-_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 _CITATION = re.compile(
-    r"\b([A-Z]{2}/\d{4}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([⁰¹²³⁴⁵⁶⁷⁸⁹]+))?([a-z]{0,3})\b"
+    rf"\b([A-Z]{{2}}/\d{{4}}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([{SUPERSCRIPTS}]+))?([a-z]{{0,3}})\b"
 )
 
 
@@ -98,7 +98,7 @@ def parse_citations(text: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for m in _CITATION.finditer(text):
         act, base, caret, sup, letters = m.groups()
-        sup = caret or (sup.translate(_SUPERSCRIPT) if sup else None)
+        sup = caret or (sup.translate(SUPERSCRIPT_DIGITS) if sup else None)
         article = base + (f"^{sup}" if sup else "") + letters
         if (act, article) not in found:
             found.append((act, article))

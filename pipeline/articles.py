@@ -7,16 +7,16 @@ import re
 import psycopg
 
 from .errors import ArticleNotFound
+from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 from .act_id import parse_act_id
 
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 
 
 def canonical_article(text: str) -> str:
     """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'."""
     s = text.strip()
     s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE).rstrip(".").replace(" ", "")
-    s = re.sub(r"([⁰¹²³⁴⁵⁶⁷⁸⁹]+)", lambda m: "^" + m.group(1).translate(_SUPERSCRIPTS), s)
+    s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
     if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
         raise ArticleNotFound(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
     return s.lower()

@@ -12,6 +12,10 @@ NUMBER = rf"\d+{_LETTERS}(?:\^\d+)?{_LETTERS}"
 # "12–14", "284-290^1": a label standing for several articles (repealed or omitted together).
 _RANGE = re.compile(rf"^({NUMBER})\s*[–-]\s*({NUMBER})$")
 
+# Article numbers typed or printed with superscript digits: "151¹" is art. 151^1.
+SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+SUPERSCRIPT_DIGITS = str.maketrans(SUPERSCRIPTS, "0123456789")
+
 Key = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 
 
