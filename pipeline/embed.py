@@ -51,7 +51,7 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
         if row[0] != dimensions:
             raise ValueError(
                 f"model {model} is registered with {row[0]} dimensions but the embedder gives {dimensions}; "
-                "use another model name or `pipeline embed --reset-model`"
+                "use another model name (EMBED_MODEL)"
             )
         space = Space(model, row[0], row[1])
         # Partial expression index: one per model, so spaces of different dimensions never mix.
@@ -142,7 +142,7 @@ def drain(
 
 
 def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
-    """Note a failed attempt on the head of the queue, for `pipeline embed --status` and doctor."""
+    """Note a failed attempt on the head of the queue, for `pipeline doctor` and the embedding_status view."""
     with conn.transaction():
         conn.execute(
             """
