@@ -7,14 +7,16 @@ only and cites them as ``[DU/2025/277, art. 154]``. Without a model, the offline
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from .config import env_number
-from .errors import AnswerError
+from .errors import AnswerError, UsageError
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 from .redact import scrub
 
@@ -359,6 +361,96 @@ def rewrite_query(question: str, config: ChatConfig) -> str:
 def refusal(fragments: list[Fragment]) -> Answer:
     """The answer when retrieval found nothing similar enough; no model is asked."""
     return Answer(text=NOT_FOUND, fragments=fragments, model=None, refused=True)
+
+
+
+# --- a whole `pipeline ask` --------------------------------------------------------------------
+
+NO_MODEL_NOTE = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+
+
+@dataclass
+class Asked:
+    """What `pipeline ask` found and answered, and how (``note``)."""
+
+    question: str
+    searched: str  # the question as searched (rewritten with --rewrite)
+    answer: Answer
+    top_similarity: float | None
+    threshold: float
+    note: str
+    streamed: bool = False  # the text already went to on_token as it was written
+
+    def to_dict(self) -> dict:
+        result = self.answer
+        return {
+            "question": self.question, "searched": self.searched, "answer": result.text, "refused": result.refused,
+            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
+            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
+                           "similarity": f.similarity} for f in result.fragments],
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd, "top_similarity": self.top_similarity, "threshold": self.threshold,
+            "note": self.note,
+        }
+
+
+def ask(
+    question: str,
+    *,
+    k: int = 5,
+    acts: Sequence[str] = (),
+    as_of: dt.date | None = None,
+    include_repealed: bool = False,
+    rewrite: bool = False,
+    offline: bool = False,
+    stream: bool = True,
+    on_rewrite: Callable[[str], None] | None = None,
+    on_fragments: Callable[[list[Fragment]], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> Asked:
+    """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
+
+    ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
+    is asked, ``on_token`` the answer as it streams.
+    """
+    from .embedders import embedder_from_env
+    from .extractive import extractive_answer
+    from .schema import open_current
+    from .search import best_similarity, checked_search, refusal_threshold
+
+    config = ChatConfig.from_env()
+    use_model = config.configured and not offline
+    _, conn = open_current()
+    with closing(conn):
+        embedder = embedder_from_env()
+        searched = question
+        if rewrite:
+            if not use_model:
+                raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+            searched = rewrite_query(question, config)
+            if on_rewrite:
+                on_rewrite(searched)
+        hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                              include_repealed=include_repealed)
+    threshold = refusal_threshold(embedder.name)
+    top = best_similarity(hits)
+    fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
+                          score=h.score, similarity=h.similarity) for h in hits]
+    streamed = False
+    if top is None or top < threshold:
+        result = refusal(fragments)
+        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
+                if top is not None else "no matching fragments; no model was asked")
+    elif use_model:
+        if on_fragments:
+            on_fragments(fragments)
+        streamed = stream and on_token is not None
+        result = generate(question, fragments, config, stream=stream, on_token=on_token)
+        note = f"model {result.model or config.model}"
+    else:
+        result = extractive_answer(question, fragments)
+        note = NO_MODEL_NOTE
+    return Asked(question, searched, result, top, threshold, note, streamed)
 
 
 _MOVED_TO_EXTRACTIVE = ("EXTRACTIVE_NOTE", "extractive_answer", "split_units", "stem")

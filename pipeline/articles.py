@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from contextlib import closing
 
 import psycopg
 
@@ -56,3 +57,12 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
     keys = ("eli", "act_title", "article", "heading_path", "repealed", "text", "version_no", "valid_from")
     return dict(zip(keys, row))
+
+
+def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+    """`pipeline show`: :func:`get_article` on the current database."""
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        return get_article(conn, act, article, as_of=as_of, version_no=version_no)

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 from .config import Settings, settings
-from .errors import DatabaseError, one_line
+from .errors import DatabaseError, UsageError, one_line
 from .files import write_atomic
 from .redact import redact_url
 
@@ -125,6 +125,13 @@ def stop_embedded(cfg: Settings | None = None) -> bool:
     except Exception as exc:
         raise DatabaseError(f"cannot stop the embedded server in {pgdata}: {exc}") from exc
     return True
+
+
+def stop() -> bool:
+    """`pipeline db stop`: stop the embedded server; the one DATABASE_URL names is not pipeline's to stop."""
+    if settings().database_url:
+        raise UsageError("DATABASE_URL is set: that server is not managed by pipeline")
+    return stop_embedded()
 
 
 def database_url(cfg: Settings | None = None) -> str:

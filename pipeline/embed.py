@@ -7,15 +7,22 @@ text is embedded once per model.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import psycopg
 
-from .embedders import Embedder
+from .embedders import Embedder, EmbedderError, embedder_from_env
+
+# Given the number of texts about to be embedded and the model, a progress display as a context
+# manager whose value takes how many more texts are done (the CLI's progress bar).
+ProgressFactory = Callable[[int, str], AbstractContextManager[Callable[[int], None]]]
 
 HALFVEC_ABOVE = 2000  # pgvector indexes `vector` up to 2000 dimensions, `halfvec` up to 4000
 
@@ -153,3 +160,62 @@ def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
             """,
             (error[:500], model),
         )
+
+
+def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int | None = None,
+                limit: int | None = None, progress: ProgressFactory | None = None) -> int:
+    """Embed what waits in the queue for ``embedder`` (at most ``limit`` texts); returns how many.
+
+    A failing embedder is noted on the queue (``record_failure``) before its error propagates.
+    """
+    ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    total = queued(conn, embedder.name)
+    conn.commit()
+    if total == 0:
+        return 0
+    if limit is not None:
+        total = min(total, limit)
+    size = batch_size or getattr(embedder, "batch_size", 32) or 32
+    shown = progress(total, embedder.name) if progress else contextlib.nullcontext(None)
+    with shown as advance:
+        try:
+            return drain(conn, embedder, batch_size=size, limit=limit, progress=advance)
+        except EmbedderError as exc:
+            conn.rollback()
+            record_failure(conn, embedder.name, str(exc))
+            raise
+
+
+@dataclass
+class EmbedRun:
+    """What `pipeline embed` did."""
+
+    model: str
+    queued: int  # texts queued now because they had no embedding for the model
+    embedded: int
+    remaining: int
+    seconds: float
+
+    @property
+    def texts_per_second(self) -> float | None:
+        return round(self.embedded / self.seconds, 2) if self.seconds and self.embedded else None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "seconds": round(self.seconds, 2), "texts_per_second": self.texts_per_second}
+
+
+def run(*, batch_size: int | None = None, limit: int | None = None,
+        progress: ProgressFactory | None = None) -> EmbedRun:
+    """Queue every chunk text without an embedding for the configured model, then drain the queue."""
+    from .schema import open_current
+
+    _, conn = open_current()
+    with conn:
+        embedder = embedder_from_env()
+        ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+        queued_now = enqueue_missing(conn, embedder.name)
+        t0 = time.perf_counter()
+        done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+        seconds = time.perf_counter() - t0
+        left = queued(conn, embedder.name)
+    return EmbedRun(embedder.name, queued_now, done, left, seconds)

@@ -1,6 +1,6 @@
 """Ingest: fetch (or read) an act, parse it, store it as a version, optionally embed what is new.
 
-This is the library API behind ``pipeline ingest``; the CLI only adds progress and output.
+This is the library API behind ``pipeline ingest`` (:func:`run`); the CLI only adds progress and output.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -16,8 +16,11 @@ import psycopg
 
 from . import chunk as chunking
 from . import store
-from .errors import IngestError, one_line
-from .act_id import ActId, act_id_from_path, parse_act_id  # noqa: F401 (importable from here, as before)
+from .errors import IngestError, UsageError, one_line
+from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
+from .config import settings
+from .embed import ProgressFactory, drain_queue
+from .embedders import embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act
 from .parse import ParsedAct, ParseError
 from .parse.html import parse_html
@@ -197,3 +200,120 @@ def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException
         conn.rollback()
     with contextlib.suppress(Exception):
         store.finish_run(url, run_id, "failed", message=one_line(exc))
+
+
+# --- a whole `pipeline ingest` call ------------------------------------------------------------
+
+TEXT_SUFFIXES = (".pdf", ".html", ".htm")
+
+
+@dataclass
+class IngestReport:
+    """The results of one ingest call, act by act, with the embeddings computed after them."""
+
+    acts: list[IngestResult]
+
+    @property
+    def failed(self) -> int:
+        return sum(r.status == "failed" for r in self.acts)
+
+    @property
+    def new(self) -> int:
+        return sum(r.status == "new" for r in self.acts)
+
+    @property
+    def unchanged(self) -> int:
+        return sum(r.status == "unchanged" for r in self.acts)
+
+    @property
+    def embedded(self) -> int:
+        return sum(r.embedded for r in self.acts)
+
+    def to_dict(self) -> dict:
+        return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "embedded": self.embedded}
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files to ingest: each file as given, and the non-empty PDF/HTML files below each folder."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in TEXT_SUFFIXES and q.stat().st_size > 0))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise UsageError(f"{p} does not exist", param="PATHS")
+    return files
+
+
+def run(
+    *,
+    acts: Sequence[str] = (),
+    paths: Sequence[Path] = (),
+    all_acts: bool = False,
+    source: Path | None = None,
+    offline: bool = False,
+    archive_dir: Path | None = None,
+    embed: bool = True,
+    chunk_chars: int | None = None,
+    on_start: Callable[[int, int, str], None] | None = None,
+    on_result: Callable[[IngestResult], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+    embed_progress: ProgressFactory | None = None,
+) -> IngestReport:
+    """Ingest acts by id (from the API, ``source`` or the archive) or local files, then embed what is new.
+
+    ``on_start(i, n, what)`` and ``on_result(result)`` frame each act; ``progress`` gets fetch steps.
+    An act that fails is a "failed" result, the others still run; bad arguments raise UsageError.
+    """
+    cfg = settings()
+    acts = tuple(acts)
+    if source is not None and not source.is_dir():
+        raise UsageError(f"{source} is not a folder", param="--source")
+    if all_acts:
+        if source is None:
+            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout)")
+        acts += tuple(str(a) for a in acts_in(source))
+    if not acts and not paths:
+        raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
+    if paths and len(acts) > 1:
+        raise UsageError("with file paths, --act may be given once (it names the act of the file)")
+    files = expand_paths(paths)
+
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    url, conn = open_current()
+    try:
+        embedder = embedder_from_env() if embed else None
+        model = embedder.name if embedder else None
+        sizes = {"max_chars": chunk_chars or cfg.chunk_chars, "overlap": cfg.chunk_overlap}
+        results: list[IngestResult] = []
+        by_id = [] if paths else list(acts)
+        total = len(files) + len(by_id)
+        client = EliClient() if by_id and source is None and not offline else None
+        try:
+            for i, act in enumerate(by_id, start=1):
+                if on_start:
+                    on_start(i, total, act)
+                results.append(ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
+                                          source_dir=source, offline=offline, client=client, progress=progress,
+                                          **sizes))
+                if on_result:
+                    on_result(results[-1])
+        finally:
+            if client:
+                client.close()
+        for j, path in enumerate(files, start=1):
+            if on_start:
+                on_start(j, total, str(path))
+            results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
+            if on_result:
+                on_result(results[-1])
+        if embedder is not None:  # also finishes work an earlier, interrupted run left in the queue
+            embedded = drain_queue(conn, embedder, progress=embed_progress)
+            # Attribute the work to the acts that queued it, in order (the queue is shared).
+            for r in results:
+                r.embedded, embedded = min(r.queued, embedded), max(0, embedded - r.queued)
+    finally:
+        conn.close()
+    return IngestReport(results)

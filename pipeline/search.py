@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import psycopg
 
-from .embedders import Embedder
+from .embedders import Embedder, embedder_from_env
+from .errors import UsageError
 from .act_id import parse_act_id
 
 MODES = ("hybrid", "vector", "text")
@@ -111,3 +114,25 @@ def refusal_threshold(model: str, env: dict | None = None) -> float:
 def best_similarity(hits: list[Hit]) -> float | None:
     """How close the question came to anything stored, by meaning (None: no vector arm)."""
     return hits[0].best_similarity if hits else None
+
+
+def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (), as_of: dt.date | None = None,
+        include_repealed: bool = False) -> list[Hit]:
+    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database."""
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        embedder = embedder_from_env() if mode != "text" else None
+        return checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
+                              include_repealed=include_repealed)
+
+
+def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, k: int, mode: str,
+                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+    """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
+    try:
+        return search(conn, query, embedder, k=k, mode=mode, acts=list(acts) or None, as_of=as_of,
+                      include_repealed=include_repealed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
