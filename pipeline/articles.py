@@ -6,6 +6,7 @@ import re
 from contextlib import closing
 
 import psycopg
+from psycopg.rows import dict_row
 
 from .errors import ArticleNotFound
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
@@ -44,9 +45,9 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
             if not known:
                 raise ArticleNotFound(f"{eli} is not in the database; run: pipeline ingest --act {eli}")
             raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}")
-    row = conn.execute(
+    row = conn.cursor(row_factory=dict_row).execute(
         """
-        SELECT v.eli, a.title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no, v.valid_from
+        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no, v.valid_from
         FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
         WHERE ar.version_id = %s AND ar.article = %s
         ORDER BY ar.ordinal LIMIT 1
@@ -55,8 +56,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     ).fetchone()
     if not row:
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
-    keys = ("eli", "act_title", "article", "heading_path", "repealed", "text", "version_no", "valid_from")
-    return dict(zip(keys, row))
+    return row
 
 
 def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import psycopg
+from psycopg.rows import class_row
 
 from .embedders import Embedder, EmbedderError, embedder_from_env
 
@@ -54,13 +55,13 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
             "ON CONFLICT (model) DO NOTHING",
             (model, dimensions, backend, index_type),
         )
-        row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
-        if row[0] != dimensions:
-            raise ValueError(
-                f"model {model} is registered with {row[0]} dimensions but the embedder gives {dimensions}; "
+        space = _registered(conn, model)
+        assert space is not None  # inserted just above, or there before
+        if space.dimensions != dimensions:
+            raise EmbedderError(
+                f"model {model} is registered with {space.dimensions} dimensions but the embedder gives {dimensions}; "
                 "use another model name (EMBED_MODEL)"
             )
-        space = Space(model, row[0], row[1])
         # Partial expression index: one per model, so spaces of different dimensions never mix.
         # DDL cannot take parameters; the model name is quoted as a literal by format().
         conn.execute(
@@ -77,9 +78,9 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
     return space
 
 
-def get_space(conn: psycopg.Connection, model: str) -> Space | None:
-    row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
-    return Space(model, row[0], row[1]) if row else None
+def _registered(conn: psycopg.Connection, model: str) -> Space | None:
+    return conn.cursor(row_factory=class_row(Space)).execute(
+        "SELECT model, dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
 
 
 def enqueue_missing(conn: psycopg.Connection, model: str) -> int:

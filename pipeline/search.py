@@ -8,6 +8,7 @@ from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import psycopg
+from psycopg.rows import class_row
 
 from .embedders import Embedder, embedder_from_env
 from .errors import UsageError
@@ -71,16 +72,18 @@ def search(
             text = f"{query} ({expansion})" if expansion else query
         vector = embedder.embed_query(text)
         model = embedder.name
-    rows = conn.execute(
+    rows = conn.cursor(row_factory=class_row(Hit)).execute(
         """
-        SELECT * FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+        SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+               vector_rank, text_rank, best_similarity
+        FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
                                     %(rrf_k)s, %(vw)s, %(tw)s)
         """,
         {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
          "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight},
     ).fetchall()
     conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
-    return [Hit(*row) for row in rows]
+    return rows
 
 
 # Below this cosine similarity of the best hit, `ask` answers "not in the documents" without asking

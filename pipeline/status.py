@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg.rows import dict_row
+
 from . import db, schema
 from .errors import one_line
 
@@ -28,8 +30,8 @@ def database_status() -> dict[str, Any]:
         if current:
             for table in ("acts", "act_versions", "articles", "chunks", "embeddings", "embedding_queue", "ingest_runs"):
                 info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-            cols = ("model", "dimensions", "backend", "texts", "embedded", "queued", "failing")
-            info["embeddings"] = [dict(zip(cols, r)) for r in conn.execute(f"SELECT {', '.join(cols)} FROM embedding_status")]
+            info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
+                "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status").fetchall()
     info["embedder"] = embedder_description()
     return info
 
@@ -97,10 +99,13 @@ def doctor() -> list[dict[str, str]]:
             add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
                 "install the dictionary files (README: docker-compose) and run: pipeline db upgrade")
         if current:
-            failing = conn.execute("SELECT count(*), max(last_error) FROM embedding_queue WHERE last_error IS NOT NULL").fetchone()
+            failing = conn.cursor(row_factory=dict_row).execute(
+                "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
+            ).fetchone()
             queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
-            if failing[0]:
-                add("embedding queue", "warn", f"{queued} queued, {failing[0]} failing: {failing[1]}", "fix the embedder, then: pipeline embed")
+            if failing["n"]:
+                add("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
+                    "fix the embedder, then: pipeline embed")
             else:
                 add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
                     "" if not queued else "run: pipeline embed")

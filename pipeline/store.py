@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
@@ -110,20 +111,21 @@ def store_version(
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(eli),))
         upsert_act(conn, meta)
-        latest = conn.execute(
+        latest = conn.cursor(row_factory=dict_row).execute(
             "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
             "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",
             (eli,),
         ).fetchone()
-        if latest and latest[2] == text_hash:
-            return StoredVersion(eli, "unchanged", latest[0], latest[1], latest[3], latest[4])
+        if latest and latest["text_sha256"] == text_hash:
+            return StoredVersion(eli, "unchanged", latest["version_id"], latest["version_no"],
+                                 latest["article_count"], latest["chunk_count"])
 
         chunks_by_article = [
             chunking.chunk_article(a, meta.get("title") or "", max_chars=max_chars, overlap=overlap) for a in articles
         ]
         n_chunks = sum(len(c) for c in chunks_by_article)
-        changes = _changes(conn, latest[0], articles) if latest else {}
-        version_no = (latest[1] + 1) if latest else 1
+        changes = _changes(conn, latest["version_id"], articles) if latest else {}
+        version_no = (latest["version_no"] + 1) if latest else 1
         version_id = conn.execute(
             """
             INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
