@@ -32,9 +32,8 @@ from .errors import FetchError
 from .files import write_atomic
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
-# TODO(lead): replace with the project's public repository address.
-PROJECT_URL = "https://github.com/pipeline-pl/pipeline"
-USER_AGENT = f"pipeline/{__version__} (+{PROJECT_URL}; Polish law search)"
+# No project address in it: the one that stood here was a placeholder that led nowhere.
+USER_AGENT = f"pipeline/{__version__} (Polish law search)"
 SUMS_FILE = "SHA256SUMS"
 TEXT_FILES = {"html": "text.html", "pdf": "text.pdf"}
 
