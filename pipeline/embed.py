@@ -83,17 +83,19 @@ def _registered(conn: psycopg.Connection, model: str) -> Space | None:
         "SELECT model, dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
 
 
-def enqueue_missing(conn: psycopg.Connection, model: str) -> int:
-    """Queue every chunk text that has no embedding for ``model`` (after a model switch, say)."""
+def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
+    """Queue the chunk texts (of one version, or all: after a model switch, say) that have no
+    embedding for ``model``; returns how many were queued."""
     with conn.transaction():
         cur = conn.execute(
             """
             INSERT INTO embedding_queue (content_sha256, model)
             SELECT DISTINCT c.content_sha256, %(m)s FROM chunks c
-            WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
+            WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
+              AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
             ON CONFLICT DO NOTHING
             """,
-            {"m": model},
+            {"m": model, "v": version_id},
         )
         return cur.rowcount
 

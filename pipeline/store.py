@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
 from .db import pid_alive
+from .embed import enqueue_missing
 from .parse.model import Article, ParsedAct
 
 
@@ -159,17 +160,7 @@ def store_version(
 
 def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> int:
     """Queue chunk texts of a version that have no embedding for ``model``; returns how many were queued."""
-    cur = conn.execute(
-        """
-        INSERT INTO embedding_queue (content_sha256, model)
-        SELECT DISTINCT c.content_sha256, %(model)s FROM chunks c
-        WHERE c.version_id = %(v)s
-          AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(model)s)
-        ON CONFLICT DO NOTHING
-        """,
-        {"model": model, "v": version_id},
-    )
-    return cur.rowcount
+    return enqueue_missing(conn, model, version_id=version_id)
 
 
 def _sha(text: str) -> str:
