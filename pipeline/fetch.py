@@ -30,6 +30,7 @@ from .act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # no
 from .act_id import as_act_id as _as_act_id
 from .errors import FetchError
 from .files import write_atomic
+from .parse.model import looks_like_pdf
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # No project address in it: the one that stood here was a placeholder that led nowhere.
@@ -98,7 +99,7 @@ class EliClient:
         resp = self._get(f"/acts/{aid.path}/text.pdf")
         if resp is None:
             return None
-        if not resp.content.startswith(b"%PDF-"):
+        if not looks_like_pdf(resp.content):
             # An HTML error page with status 200 must not be archived as the act's text.
             raise FetchError(f"{self.base_url}/acts/{aid.path}/text.pdf did not return a PDF")
         return resp.content

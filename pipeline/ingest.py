@@ -22,7 +22,7 @@ from .config import settings
 from .embed import ProgressFactory, drain_queue
 from .embedders import embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act
-from .parse import ParsedAct, ParseError
+from .parse import ParsedAct, ParseError, looks_like_pdf
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
 
@@ -58,10 +58,9 @@ def parse_text(data: bytes, fmt: str) -> ParsedAct:
 def sniff_format(data: bytes, name: str = "") -> str:
     if not data.strip():  # before the name: an empty "x.html" is empty, not a broken HTML
         raise ParseError(f"{name or 'input'} is empty")
-    head = data[:1024].lstrip()
-    if head.startswith(b"%PDF-"):
+    if looks_like_pdf(data):
         return "pdf"
-    if head[:1] == b"<" or name.lower().endswith((".html", ".htm")):
+    if data[:1024].lstrip()[:1] == b"<" or name.lower().endswith((".html", ".htm")):
         return "html"
     raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError
 
-__all__ = ["Article", "ParseError", "ParsedAct"]
+__all__ = ["Article", "ParseError", "ParsedAct", "looks_like_pdf"]
 
 
 @dataclass
@@ -35,3 +35,8 @@ class ParsedAct:
     source_format: str = ""  # "pdf" | "html"
     pages: int = 0  # PDF pages (0 for HTML)
     warnings: list[str] = field(default_factory=list)
+
+
+def looks_like_pdf(data: bytes) -> bool:
+    """A PDF file: its header within the first bytes (leading whitespace tolerated)."""
+    return data[:1024].lstrip().startswith(b"%PDF-")

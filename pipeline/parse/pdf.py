@@ -18,7 +18,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
 from pipeline.parse.articles import is_repealed, merge_versions
-from pipeline.parse.model import Article, ParsedAct, ParseError
+from pipeline.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
 from pipeline.parse.numbering import NUMBER, expand_range, split_range
 from pipeline.parse.text import join_hyphenated, join_lines, normalize_spaces
 
@@ -92,7 +92,7 @@ def parse_pdf(data: bytes) -> ParsedAct:
 
 
 def _open(data: bytes) -> PdfReader:
-    if not data.lstrip()[:5].startswith(b"%PDF"):
+    if not looks_like_pdf(data):
         raise ParseError("not a PDF file (missing %PDF header)")
     try:
         reader = PdfReader(io.BytesIO(data))
