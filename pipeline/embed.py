@@ -7,15 +7,23 @@ text is embedded once per model.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import psycopg
+from psycopg.rows import class_row
 
-from .embedders import Embedder
+from .embedders import Embedder, EmbedderError, embedder_from_env
+
+# Given the number of texts about to be embedded and the model, a progress display as a context
+# manager whose value takes how many more texts are done (the CLI's progress bar).
+ProgressFactory = Callable[[int, str], AbstractContextManager[Callable[[int], None]]]
 
 HALFVEC_ABOVE = 2000  # pgvector indexes `vector` up to 2000 dimensions, `halfvec` up to 4000
 
@@ -47,13 +55,13 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
             "ON CONFLICT (model) DO NOTHING",
             (model, dimensions, backend, index_type),
         )
-        row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
-        if row[0] != dimensions:
-            raise ValueError(
-                f"model {model} is registered with {row[0]} dimensions but the embedder gives {dimensions}; "
-                "use another model name or `pipeline embed --reset-model`"
+        space = _registered(conn, model)
+        assert space is not None  # inserted just above, or there before
+        if space.dimensions != dimensions:
+            raise EmbedderError(
+                f"model {model} is registered with {space.dimensions} dimensions but the embedder gives {dimensions}; "
+                "use another model name (EMBED_MODEL)"
             )
-        space = Space(model, row[0], row[1])
         # Partial expression index: one per model, so spaces of different dimensions never mix.
         # DDL cannot take parameters; the model name is quoted as a literal by format().
         conn.execute(
@@ -70,22 +78,24 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
     return space
 
 
-def get_space(conn: psycopg.Connection, model: str) -> Space | None:
-    row = conn.execute("SELECT dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
-    return Space(model, row[0], row[1]) if row else None
+def _registered(conn: psycopg.Connection, model: str) -> Space | None:
+    return conn.cursor(row_factory=class_row(Space)).execute(
+        "SELECT model, dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
 
 
-def enqueue_missing(conn: psycopg.Connection, model: str) -> int:
-    """Queue every chunk text that has no embedding for ``model`` (after a model switch, say)."""
+def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
+    """Queue the chunk texts (of one version, or all: after a model switch, say) that have no
+    embedding for ``model``; returns how many were queued."""
     with conn.transaction():
         cur = conn.execute(
             """
             INSERT INTO embedding_queue (content_sha256, model)
             SELECT DISTINCT c.content_sha256, %(m)s FROM chunks c
-            WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
+            WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
+              AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
             ON CONFLICT DO NOTHING
             """,
-            {"m": model},
+            {"m": model, "v": version_id},
         )
         return cur.rowcount
 
@@ -142,7 +152,7 @@ def drain(
 
 
 def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
-    """Note a failed attempt on the head of the queue, for `pipeline embed --status` and doctor."""
+    """Note a failed attempt on the head of the queue, for `pipeline doctor` and the embedding_status view."""
     with conn.transaction():
         conn.execute(
             """
@@ -153,3 +163,62 @@ def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
             """,
             (error[:500], model),
         )
+
+
+def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int | None = None,
+                limit: int | None = None, progress: ProgressFactory | None = None) -> int:
+    """Embed what waits in the queue for ``embedder`` (at most ``limit`` texts); returns how many.
+
+    A failing embedder is noted on the queue (``record_failure``) before its error propagates.
+    """
+    ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    total = queued(conn, embedder.name)
+    conn.commit()
+    if total == 0:
+        return 0
+    if limit is not None:
+        total = min(total, limit)
+    size = batch_size or getattr(embedder, "batch_size", 32) or 32
+    shown = progress(total, embedder.name) if progress else contextlib.nullcontext(None)
+    with shown as advance:
+        try:
+            return drain(conn, embedder, batch_size=size, limit=limit, progress=advance)
+        except EmbedderError as exc:
+            conn.rollback()
+            record_failure(conn, embedder.name, str(exc))
+            raise
+
+
+@dataclass
+class EmbedRun:
+    """What `pipeline embed` did."""
+
+    model: str
+    queued: int  # texts queued now because they had no embedding for the model
+    embedded: int
+    remaining: int
+    seconds: float
+
+    @property
+    def texts_per_second(self) -> float | None:
+        return round(self.embedded / self.seconds, 2) if self.seconds and self.embedded else None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "seconds": round(self.seconds, 2), "texts_per_second": self.texts_per_second}
+
+
+def run(*, batch_size: int | None = None, limit: int | None = None,
+        progress: ProgressFactory | None = None) -> EmbedRun:
+    """Queue every chunk text without an embedding for the configured model, then drain the queue."""
+    from .schema import open_current
+
+    _, conn = open_current()
+    with conn:
+        embedder = embedder_from_env()
+        ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+        queued_now = enqueue_missing(conn, embedder.name)
+        t0 = time.perf_counter()
+        done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+        seconds = time.perf_counter() - t0
+        left = queued(conn, embedder.name)
+    return EmbedRun(embedder.name, queued_now, done, left, seconds)

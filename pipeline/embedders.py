@@ -16,14 +16,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 
-
-class EmbedderError(RuntimeError):
-    """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
+from .config import env_number
+from .errors import EmbedderError
+from .redact import redact_url
 
 
 @runtime_checkable
@@ -77,16 +77,6 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
-
-
-def _safe_url(url: str) -> str:
-    """The URL without user:password, for messages and describe()."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)
 
 
 class _Base:
@@ -225,7 +215,7 @@ class _HTTPBase(_Base):
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         url = self.base_url + path
-        where = _safe_url(self.base_url)
+        where = redact_url(self.base_url)
         problem = ""
         for attempt in range(self.retries):
             if attempt:
@@ -266,7 +256,7 @@ class _HTTPBase(_Base):
         self._client.close()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "url": _safe_url(self.base_url), "timeout_s": self.timeout}
+        return {**super().describe(), "url": redact_url(self.base_url), "timeout_s": self.timeout}
 
 
 def _error_text(resp: httpx.Response) -> str:
@@ -311,7 +301,7 @@ class OllamaEmbedder(_HTTPBase):
         data = self._post("/api/embed", body)
         vectors = data.get("embeddings") if isinstance(data, dict) else None
         if not isinstance(vectors, list):
-            raise EmbedderError(f"Ollama at {_safe_url(self.base_url)} answered /api/embed without 'embeddings'")
+            raise EmbedderError(f"Ollama at {redact_url(self.base_url)} answered /api/embed without 'embeddings'")
         return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
 
     def _unreachable(self, where: str) -> EmbedderError:
@@ -393,7 +383,7 @@ class OpenAIEmbedder(_HTTPBase):
         data = self._post("/embeddings", body)
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
-            raise EmbedderError(f"embedding server at {_safe_url(self.base_url)} answered without 'data'")
+            raise EmbedderError(f"embedding server at {redact_url(self.base_url)} answered without 'data'")
         items = sorted(items, key=lambda d: d.get("index", 0))
         return np.asarray([d["embedding"] for d in items], dtype=np.float32).reshape(len(items), -1)
 
@@ -421,26 +411,13 @@ class OpenAIEmbedder(_HTTPBase):
         return info
 
 
-def _positive(env: Mapping[str, str], key: str, kind: type[int] | type[float], what: str) -> Any:
-    """A positive number from the environment, None when unset; anything else is a one-line error."""
-    raw = env.get(key, "").strip()
-    if not raw:
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise EmbedderError(f"{key} must be {what}, got {raw!r}")
-    return value
-
-
 def _positive_int(env: Mapping[str, str], key: str) -> int | None:
-    return _positive(env, key, int, "a positive integer")
+    value = env_number(env, key, int, error=EmbedderError)
+    return None if value is None else int(value)
 
 
 def _positive_float(env: Mapping[str, str], key: str) -> float | None:
-    return _positive(env, key, float, "a positive number of seconds")
+    return env_number(env, key, float, what="a positive number of seconds", error=EmbedderError)
 
 
 def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:

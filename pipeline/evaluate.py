@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 
 from .articles import canonical_article
-from .embedders import Embedder
-from .fetch import parse_act_id
+from .embedders import Embedder, embedder_from_env
+from .errors import EvalError, UsageError
+from .act_id import parse_act_id
 from .search import MODES, Hit, best_similarity, refusal_threshold, search
-
-
-class EvalError(ValueError):
-    """The question file is malformed (the message names the line)."""
 
 
 @dataclass
@@ -106,3 +104,16 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...]) -> dict:
     out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) if unanswerable else None
     out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored else None
     return out
+
+
+def run(path: Path, *, k: int = 10, modes: tuple[str, ...] = MODES) -> dict:
+    """`pipeline eval`: the question file scored against the current database and embedder."""
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    try:
+        questions = load_questions(path)
+    except EvalError as exc:
+        raise UsageError(str(exc)) from None
+    _, conn = open_current()
+    with closing(conn):
+        return evaluate(conn, embedder_from_env(), questions, k=k, modes=modes)

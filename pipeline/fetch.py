@@ -15,8 +15,6 @@ import hashlib
 import json
 import os
 import random
-import re
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,66 +25,18 @@ from typing import Any, Literal
 import httpx
 
 from . import __version__
+# The act id has its own module; these names stay importable from here.
+from .act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
+from .act_id import as_act_id as _as_act_id
+from .errors import FetchError
+from .files import write_atomic
+from .parse.model import looks_like_pdf
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
-# TODO(lead): replace with the project's public repository address.
-PROJECT_URL = "https://github.com/pipeline-pl/pipeline"
-USER_AGENT = f"pipeline/{__version__} (+{PROJECT_URL}; Polish law search)"
-PUBLISHERS = ("DU", "MP")
+# No project address in it: the one that stood here was a placeholder that led nowhere.
+USER_AGENT = f"pipeline/{__version__} (Polish law search)"
 SUMS_FILE = "SHA256SUMS"
 TEXT_FILES = {"html": "text.html", "pdf": "text.pdf"}
-
-
-class FetchError(Exception):
-    """An act cannot be fetched or read back; the message is one line meant for the user."""
-
-
-class InvalidActId(FetchError, ValueError):
-    """The text is not an act id such as DU/2025/277 or "Dz.U. 2025 poz. 277"."""
-
-
-@dataclass(frozen=True, order=True)
-class ActId:
-    publisher: str
-    year: int
-    pos: int
-
-    def __str__(self) -> str:
-        return f"{self.publisher}/{self.year}/{self.pos}"
-
-    @property
-    def path(self) -> str:
-        """The id as used in API paths and in the archive layout."""
-        return str(self)
-
-
-_ELI_RE = re.compile(r"(?i)(DU|MP)/(\d{4})/(\d{1,6})")
-# "Dz.U. 2025 poz. 277", "Dz. U. z 2025 r. poz. 277", "M.P. 2025 poz. 5", "Dz.U. 1974 nr 24 poz. 141"
-_CITATION_RE = re.compile(
-    r"(?i)(dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?(\d{4})\s*(?:r\.)?\s*(?:nr\s*\d+\s*,?\s*)?poz\.?\s*(\d{1,6})"
-)
-
-
-def parse_act_id(text: str) -> ActId:
-    """Parse "DU/2025/277", "du/2025/277" or "Dz.U. 2025 poz. 277" into an ActId."""
-    s = (text or "").strip()
-    if m := _ELI_RE.fullmatch(s):
-        pub, year, pos = m.group(1).upper(), int(m.group(2)), int(m.group(3))
-    elif m := _CITATION_RE.fullmatch(s):
-        pub = "DU" if m.group(1).lower().startswith("dz") else "MP"
-        year, pos = int(m.group(2)), int(m.group(3))
-    else:
-        raise InvalidActId(
-            f"invalid act id {s!r}: expected PUBLISHER/YEAR/POS such as DU/2025/277 "
-            f"(publishers: {', '.join(PUBLISHERS)}) or 'Dz.U. 2025 poz. 277'"
-        )
-    if not 1918 <= year <= 2100 or pos < 1:
-        raise InvalidActId(f"invalid act id {s!r}: year must be 1918-2100 and position at least 1")
-    return ActId(pub, year, pos)
-
-
-def _as_act_id(act_id: ActId | str) -> ActId:
-    return act_id if isinstance(act_id, ActId) else parse_act_id(act_id)
 
 
 class EliClient:
@@ -164,7 +114,7 @@ class EliClient:
         resp = self._get(f"/acts/{aid.path}/text.pdf")
         if resp is None:
             return None
-        if not resp.content.startswith(b"%PDF-"):
+        if not looks_like_pdf(resp.content):
             # An HTML error page with status 200 must not be archived as the act's text.
             raise FetchError(f"{self.base_url}/acts/{aid.path}/text.pdf did not return a PDF")
         return resp.content
@@ -263,10 +213,6 @@ class FetchedAct:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text).hexdigest()
-
-
-def act_dir(root: Path, act_id: ActId) -> Path:
-    return Path(root) / "acts" / act_id.publisher / str(act_id.year) / str(act_id.pos)
 
 
 def fetch_act(
@@ -375,21 +321,8 @@ def _write_archive(d: Path, files: dict[str, bytes]) -> tuple[Path, ...]:
     for stale in TEXT_FILES.values():
         if stale not in files:
             (d / stale).unlink(missing_ok=True)
-    paths = [_write_atomic(d / name, data) for name, data in files.items()]
+    paths = [write_atomic(d / name, data) for name, data in files.items()]
     sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items())
-    paths.append(_write_atomic(d / SUMS_FILE, sums.encode("ascii")))
+    paths.append(write_atomic(d / SUMS_FILE, sums.encode("ascii")))
     return tuple(paths)
 
-
-def _write_atomic(path: Path, data: bytes) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path

@@ -1,29 +1,30 @@
 """Ingest: fetch (or read) an act, parse it, store it as a version, optionally embed what is new.
 
-This is the library API behind ``pipeline ingest``; the CLI only adds progress and output.
+This is the library API behind ``pipeline ingest`` (:func:`run`); the CLI only adds progress and output.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psycopg
 
+from . import chunk as chunking
 from . import store
-from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
-from .parse import ParsedAct, ParseError
+from .errors import IngestError, UsageError, one_line
+from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
+from .config import settings
+from .embed import ProgressFactory, drain_queue
+from .embedders import embedder_from_env
+from .fetch import EliClient, FetchError, fetch_act
+from .parse import ParsedAct, ParseError, looks_like_pdf
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
-
-
-class IngestError(RuntimeError):
-    """An act could not be ingested; nothing of it was written."""
 
 
 @dataclass
@@ -58,30 +59,11 @@ def parse_text(data: bytes, fmt: str) -> ParsedAct:
 def sniff_format(data: bytes, name: str = "") -> str:
     if not data.strip():  # before the name: an empty "x.html" is empty, not a broken HTML
         raise ParseError(f"{name or 'input'} is empty")
-    head = data[:1024].lstrip()
-    if head.startswith(b"%PDF-"):
+    if looks_like_pdf(data):
         return "pdf"
-    if head[:1] == b"<" or name.lower().endswith((".html", ".htm")):
+    if data[:1024].lstrip()[:1] == b"<" or name.lower().endswith((".html", ".htm")):
         return "html"
     raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
-
-
-_FILE_ID = [
-    re.compile(r"(?P<pub>DU|MP)[_/-](?P<year>\d{4})[_/-](?P<pos>\d+)", re.IGNORECASE),  # DU_2025_277.pdf
-    re.compile(r"\b(?P<pub>D|M)(?P<year>\d{4})0*(?P<pos>[1-9]\d{0,3})L?j?\.(?:pdf|html?)$", re.IGNORECASE),  # D20250277.pdf
-    re.compile(r"acts/(?P<pub>DU|MP)/(?P<year>\d{4})/(?P<pos>\d+)/text\.(?:pdf|html)$"),  # mirror layout
-]
-
-
-def act_id_from_path(path: Path) -> ActId:
-    text = path.as_posix()
-    for pattern in _FILE_ID:
-        m = pattern.search(text)
-        if m:
-            pub = m.group("pub").upper()
-            pub = {"D": "DU", "M": "MP"}.get(pub, pub)
-            return parse_act_id(f"{pub}/{m.group('year')}/{int(m.group('pos'))}")
-    raise IngestError(f"cannot tell the act of {path.name} from its name; pass --act DU/YYYY/POS")
 
 
 def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:
@@ -133,8 +115,8 @@ def ingest_act(
     source_dir: Path | None = None,
     offline: bool = False,
     client: EliClient | None = None,
-    max_chars: int = 1200,
-    overlap: int = 200,
+    max_chars: int = chunking.DEFAULT_MAX_CHARS,
+    overlap: int = chunking.DEFAULT_OVERLAP,
     progress: Callable[[str], None] | None = None,
 ) -> IngestResult:
     """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs."""
@@ -162,8 +144,8 @@ def ingest_file(
     *,
     act: str | None,
     model: str | None,
-    max_chars: int = 1200,
-    overlap: int = 200,
+    max_chars: int = chunking.DEFAULT_MAX_CHARS,
+    overlap: int = chunking.DEFAULT_OVERLAP,
 ) -> IngestResult:
     label = act or path.name
     try:
@@ -193,7 +175,7 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
         result = work()
     except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
         conn.rollback()
-        result = IngestResult(act=eli, status="failed", error=_one_line(exc))
+        result = IngestResult(act=eli, status="failed", error=one_line(exc))
     except BaseException as exc:
         _abandon(conn, url, run_id, exc)
         raise
@@ -217,9 +199,132 @@ def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException
     with contextlib.suppress(Exception):
         conn.rollback()
     with contextlib.suppress(Exception):
-        store.finish_run(url, run_id, "failed", message=_one_line(exc))
+        store.finish_run(url, run_id, "failed", message=one_line(exc))
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+# --- a whole `pipeline ingest` call ------------------------------------------------------------
+
+TEXT_SUFFIXES = (".pdf", ".html", ".htm")
+
+
+@dataclass
+class IngestReport:
+    """The results of one ingest call, act by act, with the embeddings computed after them."""
+
+    acts: list[IngestResult]
+
+    @property
+    def failed(self) -> int:
+        return sum(r.status == "failed" for r in self.acts)
+
+    @property
+    def new(self) -> int:
+        return sum(r.status == "new" for r in self.acts)
+
+    @property
+    def unchanged(self) -> int:
+        return sum(r.status == "unchanged" for r in self.acts)
+
+    @property
+    def embedded(self) -> int:
+        return sum(r.embedded for r in self.acts)
+
+    def to_dict(self) -> dict:
+        return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "embedded": self.embedded}
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files to ingest: each file as given, and the non-empty PDF/HTML files below each folder."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in TEXT_SUFFIXES and q.stat().st_size > 0))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise UsageError(f"{p} does not exist", param="PATHS")
+    return files
+
+
+def run(
+    *,
+    acts: Sequence[str] = (),
+    paths: Sequence[Path] = (),
+    all_acts: bool = False,
+    source: Path | None = None,
+    offline: bool = False,
+    archive_dir: Path | None = None,
+    embed: bool = True,
+    chunk_chars: int | None = None,
+    latest: bool = False,
+    on_start: Callable[[int, int, str], None] | None = None,
+    on_result: Callable[[IngestResult], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+    embed_progress: ProgressFactory | None = None,
+) -> IngestReport:
+    """Ingest acts by id (from the API, ``source`` or the archive) or local files, then embed what is new.
+
+    ``latest``: each act id is resolved through the API to its newest consolidated text, which is
+    ingested as a version of the same act (pipeline.sync.ingest_latest).
+    ``on_start(i, n, what)`` and ``on_result(result)`` frame each act; ``progress`` gets fetch steps.
+    An act that fails is a "failed" result, the others still run; bad arguments raise UsageError.
+    """
+    cfg = settings()
+    acts = tuple(acts)
+    if source is not None and not source.is_dir():
+        raise UsageError(f"{source} is not a folder", param="--source")
+    if all_acts:
+        if source is None:
+            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout)")
+        acts += tuple(str(a) for a in acts_in(source))
+    if not acts and not paths:
+        raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
+    if paths and len(acts) > 1:
+        raise UsageError("with file paths, --act may be given once (it names the act of the file)")
+    if latest and (source is not None or offline or paths or not acts):
+        raise UsageError("--latest asks the ELI API about --act IDs; it cannot read --source, --offline or files")
+    files = expand_paths(paths)
+
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    url, conn = open_current()
+    try:
+        embedder = embedder_from_env() if embed else None
+        model = embedder.name if embedder else None
+        sizes = {"max_chars": chunk_chars or cfg.chunk_chars, "overlap": cfg.chunk_overlap}
+        results: list[IngestResult] = []
+        by_id = [] if paths else list(acts)
+        total = len(files) + len(by_id)
+        client = EliClient() if by_id and source is None and not offline else None
+        try:
+            for i, act in enumerate(by_id, start=1):
+                if on_start:
+                    on_start(i, total, act)
+                if latest:
+                    from .sync import ingest_latest
+
+                    results.append(ingest_latest(conn, url, act, client=client, model=model,
+                                                 archive_dir=archive_dir or cfg.archive_dir, progress=progress, **sizes))
+                else:
+                    results.append(ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
+                                              source_dir=source, offline=offline, client=client, progress=progress,
+                                              **sizes))
+                if on_result:
+                    on_result(results[-1])
+        finally:
+            if client:
+                client.close()
+        for j, path in enumerate(files, start=1):
+            if on_start:
+                on_start(j, total, str(path))
+            results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
+            if on_result:
+                on_result(results[-1])
+        if embedder is not None:  # also finishes work an earlier, interrupted run left in the queue
+            embedded = drain_queue(conn, embedder, progress=embed_progress)
+            # Attribute the work to the acts that queued it, in order (the queue is shared).
+            for r in results:
+                r.embedded, embedded = min(r.queued, embedded), max(0, embedded - r.queued)
+    finally:
+        conn.close()
+    return IngestReport(results)

@@ -18,6 +18,7 @@ from .resources import MIGRATIONS_DIR, SQL_DIR
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "search.sql")
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
+from .errors import UsageError
 
 
 def _config(url: str) -> Config:
@@ -103,6 +104,13 @@ def ensure_current(url: str) -> None:
     upgrade(url)
 
 
+def open_current() -> tuple[str, psycopg.Connection]:
+    """Database URL and a connection, with the schema at head (migrations run implicitly)."""
+    url = db.database_url()
+    ensure_current(url)
+    return url, db.connect(url)
+
+
 # What a reader may use: the documented views and functions (README: "Querying with SQL").
 READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus",
                 "act_currency", "current_acts")
@@ -120,7 +128,8 @@ def grant_reader(url: str, role: str, password: str | None = None) -> None:
     from psycopg import sql
 
     if not role.replace("_", "").isalnum() or not role[0].isalpha():
-        raise ValueError(f"role name {role!r}: use letters, digits and _ (starting with a letter)")
+        raise UsageError(f"role name {role!r}: use letters, digits and _ (starting with a letter)", param="ROLE")
+    ensure_current(url)
     with psycopg.connect(url) as conn, conn.transaction():
         ident = sql.Identifier(role)
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import psycopg
+from psycopg.rows import class_row
 
-from .embedders import Embedder
-from .fetch import parse_act_id
+from .embedders import Embedder, embedder_from_env
+from .errors import UsageError
+from .act_id import parse_act_id
 
 MODES = ("hybrid", "vector", "text")
 
@@ -27,6 +31,7 @@ class Hit:
     vector_rank: int | None
     text_rank: int | None
     best_similarity: float | None  # the vector arm's best, whatever made the fused top k
+    currency: dict | None = None  # the act's currency (pipeline.currency), filled by run()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,16 +73,18 @@ def search(
             text = f"{query} ({expansion})" if expansion else query
         vector = embedder.embed_query(text)
         model = embedder.name
-    rows = conn.execute(
+    rows = conn.cursor(row_factory=class_row(Hit)).execute(
         """
-        SELECT * FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+        SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+               vector_rank, text_rank, best_similarity
+        FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
                                     %(rrf_k)s, %(vw)s, %(tw)s)
         """,
         {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
          "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight},
     ).fetchall()
     conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
-    return [Hit(*row) for row in rows]
+    return rows
 
 
 # Below this cosine similarity of the best hit, `ask` answers "not in the documents" without asking
@@ -111,3 +118,36 @@ def refusal_threshold(model: str, env: dict | None = None) -> float:
 def best_similarity(hits: list[Hit]) -> float | None:
     """How close the question came to anything stored, by meaning (None: no vector arm)."""
     return hits[0].best_similarity if hits else None
+
+
+def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (), as_of: dt.date | None = None,
+        include_repealed: bool = False) -> list[Hit]:
+    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database."""
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        embedder = embedder_from_env() if mode != "text" else None
+        hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
+                              include_repealed=include_repealed)
+        return with_currency(conn, hits)
+
+
+def with_currency(conn: psycopg.Connection, hits: list[Hit]) -> list[Hit]:
+    """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see."""
+    from .currency import for_acts
+
+    found = for_acts(conn, [h.act for h in hits])
+    for h in hits:
+        h.currency = found[h.act].to_dict() if h.act in found else None
+    return hits
+
+
+def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, k: int, mode: str,
+                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+    """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
+    try:
+        return search(conn, query, embedder, k=k, mode=mode, acts=list(acts) or None, as_of=as_of,
+                      include_repealed=include_repealed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -3,21 +3,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+from psycopg.rows import dict_row
+
 from . import db, schema
+from .errors import one_line
 
 
 def database_status() -> dict[str, Any]:
     url = db.database_url()
     with db.connect(url, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
-        vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        if not vector:
-            available = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+        created, available = pgvector_versions(conn)
         current = schema.current_revision(conn)
         info: dict[str, Any] = {
             "server": db.server_kind(),
             "postgresql": version.split()[0],
-            "pgvector": vector[0] if vector else (f"{available[0]} (available, not created)" if available else None),
+            "pgvector": created or (f"{available} (available, not created)" if available else None),
             "migration": current,
             "migration_head": schema.head_revision(),
             "text_search": text_search_kind(conn),
@@ -27,10 +29,19 @@ def database_status() -> dict[str, Any]:
         if current:
             for table in ("acts", "act_versions", "articles", "chunks", "embeddings", "embedding_queue", "ingest_runs"):
                 info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-            cols = ("model", "dimensions", "backend", "texts", "embedded", "queued", "failing")
-            info["embeddings"] = [dict(zip(cols, r)) for r in conn.execute(f"SELECT {', '.join(cols)} FROM embedding_status")]
+            info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
+                "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status").fetchall()
     info["embedder"] = embedder_description()
     return info
+
+
+def pgvector_versions(conn: psycopg.Connection) -> tuple[str | None, str | None]:
+    """pgvector's version in this database (None: not created) and the one the server offers (None: not installed)."""
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS created, "
+        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available"
+    ).fetchone()
+    return row["created"], row["available"]
 
 
 def text_search_kind(conn) -> str:
@@ -72,16 +83,15 @@ def doctor() -> list[dict[str, str]]:
         add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
             "" if major >= 15 else "use PostgreSQL 15 or newer")
     except Exception as exc:
-        add("database", "fail", str(exc).splitlines()[0],
+        add("database", "fail", one_line(exc),
             "set DATABASE_URL to a reachable server, or unset it to use the embedded one")
     if conn is not None:
-        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        avail = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
-        if row:
-            ok = tuple(int(x) for x in row[0].split(".")[:2]) >= (0, 8)
-            add("pgvector", "ok" if ok else "fail", f"pgvector {row[0]}", "" if ok else "upgrade pgvector to 0.8 or newer")
-        elif avail:
-            add("pgvector", "warn", f"pgvector {avail[0]} available, not created yet", "run: pipeline db upgrade")
+        created, available = pgvector_versions(conn)
+        if created:
+            ok = tuple(int(x) for x in created.split(".")[:2]) >= (0, 8)
+            add("pgvector", "ok" if ok else "fail", f"pgvector {created}", "" if ok else "upgrade pgvector to 0.8 or newer")
+        elif available:
+            add("pgvector", "warn", f"pgvector {available} available, not created yet", "run: pipeline db upgrade")
         else:
             add("pgvector", "fail", "pgvector is not installed on the server", "use the pgvector/pgvector image or install it")
         current, head = schema.current_revision(conn), schema.head_revision()
@@ -96,10 +106,13 @@ def doctor() -> list[dict[str, str]]:
             add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
                 "install the dictionary files (README: docker-compose) and run: pipeline db upgrade")
         if current:
-            failing = conn.execute("SELECT count(*), max(last_error) FROM embedding_queue WHERE last_error IS NOT NULL").fetchone()
+            failing = conn.cursor(row_factory=dict_row).execute(
+                "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
+            ).fetchone()
             queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
-            if failing[0]:
-                add("embedding queue", "warn", f"{queued} queued, {failing[0]} failing: {failing[1]}", "fix the embedder, then: pipeline embed")
+            if failing["n"]:
+                add("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
+                    "fix the embedder, then: pipeline embed")
             else:
                 add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
                     "" if not queued else "run: pipeline embed")

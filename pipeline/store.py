@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
 from . import currency
 from .db import pid_alive
+from .embed import enqueue_missing
 from .parse.model import Article, ParsedAct
 
 
@@ -121,20 +123,21 @@ def store_version(
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(eli),))
         upsert_act(conn, meta)
-        latest = conn.execute(
+        latest = conn.cursor(row_factory=dict_row).execute(
             "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
             "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",
             (eli,),
         ).fetchone()
-        if latest and latest[2] == text_hash:
-            return StoredVersion(eli, "unchanged", latest[0], latest[1], latest[3], latest[4])
+        if latest and latest["text_sha256"] == text_hash:
+            return StoredVersion(eli, "unchanged", latest["version_id"], latest["version_no"],
+                                 latest["article_count"], latest["chunk_count"])
 
         chunks_by_article = [
             chunking.chunk_article(a, meta.get("title") or "", max_chars=max_chars, overlap=overlap) for a in articles
         ]
         n_chunks = sum(len(c) for c in chunks_by_article)
-        changes = _changes(conn, latest[0], articles) if latest else {}
-        version_no = (latest[1] + 1) if latest else 1
+        changes = _changes(conn, latest["version_id"], articles) if latest else {}
+        version_no = (latest["version_no"] + 1) if latest else 1
         version_id = conn.execute(
             """
             INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
@@ -168,17 +171,7 @@ def store_version(
 
 def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> int:
     """Queue chunk texts of a version that have no embedding for ``model``; returns how many were queued."""
-    cur = conn.execute(
-        """
-        INSERT INTO embedding_queue (content_sha256, model)
-        SELECT DISTINCT c.content_sha256, %(model)s FROM chunks c
-        WHERE c.version_id = %(v)s
-          AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(model)s)
-        ON CONFLICT DO NOTHING
-        """,
-        {"model": model, "v": version_id},
-    )
-    return cur.rowcount
+    return enqueue_missing(conn, model, version_id=version_id)
 
 
 def _sha(text: str) -> str:

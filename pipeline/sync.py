@@ -284,3 +284,34 @@ def _refresh(conn: psycopg.Connection, url: str, eli: str, raw: bytes, meta: dic
     if stored.status == "failed":
         raise IngestError(stored.error or f"{eli}: ingest failed")
     return ("new version" if stored.status == "new" else "unchanged"), stored.version
+
+
+def run(
+    *,
+    archive_dir: Path | None = None,
+    embed: bool = True,
+    restart: bool = False,
+    progress: Callable[[str], None] | None = None,
+    on_result: Callable[[SyncResult], None] | None = None,
+    embed_progress: Any = None,
+) -> SyncReport:
+    """`pipeline sync`: :func:`sync` over the current database with the configured API, archive and
+    embedder; then embed what the new versions queued."""
+    from .config import settings
+    from .embed import drain_queue
+    from .embedders import embedder_from_env
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    cfg = settings()
+    url, conn = open_current()
+    try:
+        embedder = embedder_from_env() if embed else None
+        with EliClient() as client:
+            report = sync(url, client=client, model=embedder.name if embedder else None,
+                          archive_dir=archive_dir or cfg.archive_dir, max_chars=cfg.chunk_chars,
+                          overlap=cfg.chunk_overlap, restart=restart, progress=progress, on_result=on_result)
+        if embedder is not None:
+            drain_queue(conn, embedder, progress=embed_progress)
+    finally:
+        conn.close()
+    return report

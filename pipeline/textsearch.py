@@ -29,9 +29,7 @@ connection, see bench/textsearch.py), so keep connections pooled where latency m
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,6 +37,7 @@ import psycopg
 
 from . import thesaurus
 from .resources import SQL_DIR
+from .files import write_atomic
 
 CONFIG = "polish"
 DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, polish.stop
@@ -107,18 +106,6 @@ def convert_hunspell(dic_text: str, aff_text: str) -> tuple[str, str]:
     return "\n".join(dict_out) + "\n", "\n".join(aff_out) + "\n"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # the server runs as another user
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_dictionary_files(dest: Path) -> bool:
     """Write polish.dict/.affix/.stop into dest; False (and nothing written) if already current."""
     dic, aff = hunspell_source()
@@ -134,12 +121,12 @@ def write_dictionary_files(dest: Path) -> bool:
 
     dest.mkdir(parents=True, exist_ok=True)
     dict_text, affix_text = convert_hunspell(dic.read_text("utf-8"), aff.read_text("utf-8"))
-    _write_atomic(targets[0], dict_text.encode("utf-8"))
-    _write_atomic(targets[1], affix_text.encode("utf-8"))
+    write_atomic(targets[0], dict_text.encode("utf-8"), mode=0o644)
+    write_atomic(targets[1], affix_text.encode("utf-8"), mode=0o644)
     # PostgreSQL binary-searches stop lists, so they must be in byte order.
     stop_words = sorted({w.strip() for w in stop.read_text("utf-8").splitlines() if w.strip()}, key=str.encode)
-    _write_atomic(targets[2], ("\n".join(stop_words) + "\n").encode("utf-8"))
-    _write_atomic(stamp, (stamp_value + "\n").encode())  # last: marks the set complete
+    write_atomic(targets[2], ("\n".join(stop_words) + "\n").encode("utf-8"), mode=0o644)
+    write_atomic(stamp, (stamp_value + "\n").encode(), mode=0o644)  # last: marks the set complete
     return True
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
+from .articles import is_repealed, merge_versions
 from .model import Article, ParsedAct, ParseError
-from .numbering import sort_key
+from .numbering import sort_key, split_range
 
 # Rendering skips these subtrees: footnote markers/tooltips, the footnote list, scripts.
 _SKIP_CLASSES = frozenset({"gloss-link", "gloss-section", "tooltip-text"})
@@ -25,9 +26,7 @@ _BLOCK_TAGS = frozenset(
     {"div", "p", "ul", "ol", "li", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "blockquote"}
 )
 _LABEL = re.compile(r"Art\.\s*(.+?)\s*\.?")
-_RANGE = re.compile(r"(\d+)[-–](\d+)")
 _SUP_LETTERS = re.compile(r"\^(\d+)\^([a-ząćęłńóśźż]+)")  # 22<sup>1</sup><sup>a</sup> -> 22^1a
-_REPEALED = re.compile(r"\((?:uchylony|uchylona|uchylone)\)\.?")
 _CONSOLIDATED_TYPE = "obwieszczenie"
 _BREAK = "\x1e"  # a line break made by the markup; source newlines are plain whitespace
 _SPLIT = "\ue000"  # starts a line with an article label found in running text (private use: not whitespace)
@@ -300,10 +299,9 @@ def _articles(el: etree._Element, heading_path: list[str], warnings: list[str]) 
             continue
         number = "".join(m.group(1).split())
         content = "\n".join(lines)
-        repealed = bool(_REPEALED.fullmatch(content))
-        span = _RANGE.fullmatch(number)
+        repealed = is_repealed(content)
         # "Art. 20-22. (uchylone)" stands for each of those articles
-        numbers = [str(n) for n in range(int(span[1]), int(span[2]) + 1)] if span and int(span[1]) < int(span[2]) else [number]
+        numbers = split_range(number) or [number]
         result.extend(
             Article(number=n, text=f"Art. {n}." + (f" {content}" if content else ""), heading_path=list(heading_path), repealed=repealed)
             for n in numbers
@@ -332,26 +330,6 @@ def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings
         warnings.append(f"art. {art.number} printed over art. {mark} (by its bookmark): numbered {mark}")
         art.text = f"Art. {mark}." + art.text[len(f"Art. {art.number}.") :]
         art.number = mark
-
-
-def _merge_versions(articles: list[Article], warnings: list[str]) -> list[Article]:
-    """Consolidated texts print two wordings of an article in a row (in force now / from a later
-    date, told apart only by footnotes): keep one article holding both."""
-    merged: list[Article] = []
-    for art in articles:
-        if merged and merged[-1].number == art.number:
-            prev = merged[-1]
-            prev.text = prev.text + "\n" + art.text
-            prev.repealed = prev.repealed and art.repealed
-            warnings.append(f"art. {art.number}: two consecutive versions merged")
-        else:
-            merged.append(art)
-    seen: set[str] = set()
-    for art in merged:
-        if art.number in seen:
-            warnings.append(f"art. {art.number} appears more than once")
-        seen.add(art.number)
-    return merged
 
 
 def _load(data: bytes) -> tuple[etree._Element, list[str]]:
@@ -395,7 +373,7 @@ def parse_html(data: bytes) -> ParsedAct:
             bookmarks[id(found[0])] = m.group(1)
         articles.extend(found)
     _fix_mislabeled(articles, bookmarks, warnings)
-    articles = _merge_versions(articles, warnings)
+    articles = merge_versions(articles, warnings)
     if not articles:
         raise ParseError("no articles found in the HTML document")
     return ParsedAct(articles=articles, title=title, source_format="html", warnings=warnings)

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ParseError
+
+__all__ = ["Article", "ParseError", "ParsedAct", "looks_like_pdf"]
+
 
 @dataclass
 class Article:
@@ -33,5 +37,6 @@ class ParsedAct:
     warnings: list[str] = field(default_factory=list)
 
 
-class ParseError(ValueError):
-    """The document cannot be turned into articles (corrupt, encrypted, no articles)."""
+def looks_like_pdf(data: bytes) -> bool:
+    """A PDF file: its header within the first bytes (leading whitespace tolerated)."""
+    return data[:1024].lstrip().startswith(b"%PDF-")

@@ -7,6 +7,14 @@ import re
 _ALPHABET = "aąbcćdeęfghijklłmnńoópqrsśtuvwxyzźż"
 _LETTERS = f"[{_ALPHABET}]{{0,3}}"
 _CANONICAL = re.compile(rf"^(\d+)({_LETTERS})(?:\^(\d+))?({_LETTERS})$")
+# An article number as printed in a label: "151^1", "22^1c", "19a", "3a^1", "95ł".
+NUMBER = rf"\d+{_LETTERS}(?:\^\d+)?{_LETTERS}"
+# "12–14", "284-290^1": a label standing for several articles (repealed or omitted together).
+_RANGE = re.compile(rf"^({NUMBER})\s*[–-]\s*({NUMBER})$")
+
+# Article numbers typed or printed with superscript digits: "151¹" is art. 151^1.
+SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+SUPERSCRIPT_DIGITS = str.maketrans(SUPERSCRIPTS, "0123456789")
 
 Key = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 
@@ -56,3 +64,29 @@ def _fmt(key: Key) -> str:
     base, letter, sup, suffix = key
     spell = lambda idx: "".join(_ALPHABET[i] for i in idx)
     return f"{base}{spell(letter)}" + (f"^{sup}" if sup else "") + spell(suffix)
+
+
+def expand_range(first: str, last: str) -> list[str]:
+    """Numbers from ``first`` to ``last`` where they can be known; [] where not.
+
+    "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
+    """
+    a = re.match(r"^(\d+)(?:\^(\d+))?$", first)
+    b = re.match(r"^(\d+)(?:\^(\d+))?$", last)
+    if not a or not b:
+        return []
+    base_a, base_b = int(a.group(1)), int(b.group(1))
+    if a.group(2) and b.group(2) and base_a == base_b and int(a.group(2)) < int(b.group(2)):
+        return [f"{base_a}^{n}" for n in range(int(a.group(2)), int(b.group(2)) + 1)]
+    if a.group(2) or base_a >= base_b:
+        return []
+    numbers = [str(n) for n in range(base_a, base_b + 1)]
+    if b.group(2):
+        numbers.append(last)
+    return numbers
+
+
+def split_range(label: str) -> list[str]:
+    """The numbers a range label such as "20-22" stands for; [] when ``label`` is not a known range."""
+    m = _RANGE.match(label.strip())
+    return expand_range(m.group(1), m.group(2)) if m else []

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
-from pipeline.parse.model import Article, ParsedAct, ParseError
+from pipeline.parse.articles import is_repealed, merge_versions
+from pipeline.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
+from pipeline.parse.numbering import NUMBER, expand_range, split_range
 from pipeline.parse.text import join_hyphenated, join_lines, normalize_spaces
 
 # pypdf logs every recoverable oddity of a PDF as a warning; they are noise here.
@@ -27,13 +29,8 @@ _SUP_MAX_RATIO = 0.85  # a run smaller than this fraction of its line is a super
 _FOOTNOTE_RATIO = 0.93  # lines smaller than this fraction of the body size are footnotes
 
 _HEADER = re.compile(r"^Dziennik Ustaw\s*[–-]\s*\d+\s*[–-]\s*Poz\.\s*\d+$")
-_LETTER = "a-ząćęłńóśźż"
-# "151^1", "22^1c", "19a", "3a^1", "95ł"
-_NUM = rf"\d+[{_LETTER}]{{0,3}}(?:\^\d+)?[{_LETTER}]{{0,3}}"
-_ART = re.compile(rf"^Art(\.?)\s*({_NUM})\s*\.\s*")
-_ART_RANGE = re.compile(rf"^Art\.\s*({_NUM})\s*[–-]\s*({_NUM})\s*\.\s*")
-# "(uchylony)", and "(utracił moc)" for a provision that lost force: neither has text in force.
-_REPEALED = re.compile(r"^\((?:uchylony|uchylone|uchylona|utracił moc|utraciły moc|utraciła moc)\)\.?$")
+_ART = re.compile(rf"^Art(\.?)\s*({NUMBER})\s*\.\s*")
+_ART_RANGE = re.compile(rf"^Art\.\s*({NUMBER})\s*[–-]\s*({NUMBER})\s*\.\s*")
 _UNIT_REPEALED = re.compile(r"\(zawierający art\.\s*(.+?)\s*[–-]\s*uchylon[ya]\)")
 _HEADING = re.compile(r"^(KSIĘGA|TYTUŁ|DZIAŁ|Rozdział|Oddział)\s+\S+(?:\s|$)")
 _LEVELS = {"KSIĘGA": 0, "TYTUŁ": 1, "DZIAŁ": 2, "Rozdział": 3, "Oddział": 4}
@@ -95,7 +92,7 @@ def parse_pdf(data: bytes) -> ParsedAct:
 
 
 def _open(data: bytes) -> PdfReader:
-    if not data.lstrip()[:5].startswith(b"%PDF"):
+    if not looks_like_pdf(data):
         raise ParseError("not a PDF file (missing %PDF header)")
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -319,7 +316,7 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
         if rng:
             first, last = rng.group(1), rng.group(2)
             rest = text[rng.end():]
-            numbers = _expand_range(first, last)
+            numbers = expand_range(first, last)
             if numbers:
                 for n in numbers:
                     add(n, f"Art. {n}. {rest}".strip())
@@ -338,36 +335,11 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
     for block in blocks:
         text = join_hyphenated(block.lines)
         label = _ART.match(text) or _ART_RANGE.match(text)
-        gone = bool(label and _REPEALED.match(text[label.end():].strip()))
-        if result and result[-1].number == block.number:
-            # Consolidated texts print an article twice when an amendment is pending:
-            # the version in force, then the future one. Keep both in one article.
-            warnings.append(f"art. {block.number} printed in two versions; both kept in one article")
-            result[-1].text += "\n" + text
-            result[-1].repealed = result[-1].repealed and gone
-            continue
+        gone = bool(label and is_repealed(text[label.end():]))
         result.append(Article(block.number, text, block.heading_path, gone))
+    # Consolidated texts print an article twice when an amendment is pending: keep both in one.
+    result = merge_versions(result, warnings)
     return ParsedAct(result, title=title, source_format="pdf", pages=pages, warnings=warnings)
-
-
-def _expand_range(first: str, last: str) -> list[str]:
-    """Numbers from ``first`` to ``last`` where they can be known; [] where not.
-
-    "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
-    """
-    a = re.match(r"^(\d+)(?:\^(\d+))?$", first)
-    b = re.match(r"^(\d+)(?:\^(\d+))?$", last)
-    if not a or not b:
-        return []
-    base_a, base_b = int(a.group(1)), int(b.group(1))
-    if a.group(2) and b.group(2) and base_a == base_b and int(a.group(2)) < int(b.group(2)):
-        return [f"{base_a}^{n}" for n in range(int(a.group(2)), int(b.group(2)) + 1)]
-    if a.group(2) or base_a >= base_b:
-        return []
-    numbers = [str(n) for n in range(base_a, base_b + 1)]
-    if b.group(2):
-        numbers.append(last)
-    return numbers
 
 
 def _repealed_unit_articles(text: str) -> list[str]:
@@ -378,10 +350,9 @@ def _repealed_unit_articles(text: str) -> list[str]:
     numbers: list[str] = []
     for item in re.split(r"\s*(?:,|\bi\b)\s*", m.group(1)):
         item = re.sub(r"^art\.\s*", "", item.strip())
-        rng = re.match(rf"^({_NUM})\s*[–-]\s*({_NUM})$", item)
-        if rng:
-            numbers.extend(_expand_range(rng.group(1), rng.group(2)) or [])
-        elif re.match(rf"^{_NUM}$", item):
+        if span := split_range(item):
+            numbers.extend(span)
+        elif re.match(rf"^{NUMBER}$", item):
             numbers.append(item)
     return numbers
 
