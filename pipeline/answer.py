@@ -496,3 +496,83 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
         if (fragment.act, fragment.article) not in citations:
             citations.append((fragment.act, fragment.article))
     return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)
+
+
+# --- the whole question: retrieve, refuse or answer ---------------------------------------------
+
+
+@dataclass
+class Asked:
+    """An answered question with what it rests on: the hits, the refusal threshold, how it was made."""
+
+    question: str
+    searched: str  # the question as searched (rewritten or not)
+    answer: Answer
+    top_similarity: float | None
+    threshold: float
+    note: str  # one line: which model answered, or why none was asked
+
+    def to_dict(self) -> dict:
+        a = self.answer
+        return {
+            "question": self.question, "searched": self.searched, "answer": a.text, "refused": a.refused,
+            "model": a.model, "citations": [{"act": act, "article": art} for act, art in a.citations],
+            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
+                           "similarity": f.similarity} for f in a.fragments],
+            "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens, "cost_usd": a.cost_usd,
+            "top_similarity": self.top_similarity, "threshold": self.threshold, "note": self.note,
+        }
+
+
+def ask(
+    conn,
+    embedder,
+    question: str,
+    config: ChatConfig,
+    *,
+    k: int = 5,
+    acts: list[str] | None = None,
+    as_of=None,
+    include_repealed: bool = False,
+    offline: bool = False,
+    rewrite: bool = False,
+    stream: bool = False,
+    on_searched: Callable[[str], None] | None = None,
+    on_fragments: Callable[[list[Fragment]], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> Asked:
+    """Retrieve (hybrid), then: below the model's similarity threshold refuse without asking any model;
+    else let the configured model answer with citations, or without one pick cited sentences.
+
+    ``on_searched`` gets the rewritten question, ``on_fragments`` the fragments just before the model
+    is asked, ``on_token`` the answer as it streams. ValueError: bad input (the caller's to fix)."""
+    from .search import best_similarity, refusal_threshold, search
+
+    use_model = config.configured and not offline
+    searched = question
+    if rewrite:
+        if not use_model:
+            raise ValueError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+        searched = rewrite_query(question, config)
+        if on_searched:
+            on_searched(searched)
+    hits = search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                  include_repealed=include_repealed)
+    threshold = refusal_threshold(embedder.name)
+    top = best_similarity(hits)
+    fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
+                          score=h.score, similarity=h.similarity) for h in hits]
+    if top is None or top < threshold:
+        result = refusal(fragments)
+        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
+                if top is not None else "no matching fragments; no model was asked")
+    elif use_model:
+        if on_fragments:
+            on_fragments(fragments)
+        result = generate(question, fragments, config, stream=stream, on_token=on_token)
+        note = f"model {result.model or config.model}"
+    else:
+        result = extractive_answer(question, fragments)
+        note = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+    return Asked(question=question, searched=searched, answer=result, top_similarity=top, threshold=threshold,
+                 note=note)

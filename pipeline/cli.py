@@ -459,52 +459,29 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
     """
     from . import answer as answering
-    from .search import best_similarity, refusal_threshold
 
     config = answering.ChatConfig.from_env()
-    use_model = config.configured and not offline
     _, conn = _open_db()
-    embedder = _embedder()
-    searched = question
-    if rewrite:
-        if not use_model:
-            raise click.UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
-        searched = answering.rewrite_query(question, config)
+    streamed = not as_json and not no_stream
+
+    def on_searched(searched: str) -> None:
         if not as_json:
             click.echo(f"Przeformułowane pytanie: {searched}", err=True)
-    hits = _run_search(conn, searched, k=k, mode="hybrid", acts=acts, as_of=as_of,
-                       include_repealed=include_repealed, embedder=embedder)
+
+    try:
+        asked = answering.ask(
+            conn, _embedder(), question, config, k=k, acts=list(acts) or None,
+            as_of=as_of.date() if as_of else None, include_repealed=include_repealed, offline=offline,
+            rewrite=rewrite, stream=not no_stream, on_searched=on_searched,
+            on_fragments=None if as_json else _print_fragments,
+            on_token=(lambda piece: click.echo(piece, nl=False)) if streamed else None)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     conn.close()
-    threshold = refusal_threshold(embedder.name)
-    top = best_similarity(hits)
-    fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
-                                    score=h.score, similarity=h.similarity) for h in hits]
-    streamed = False
-    if top is None or top < threshold:
-        result = answering.refusal(fragments)
-        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
-                if top is not None else "no matching fragments; no model was asked")
-    elif use_model:
-        if not as_json:
-            _print_fragments(fragments)
-        on_token = None
-        if not as_json and not no_stream:
-            streamed = True
-            on_token = lambda piece: click.echo(piece, nl=False)
-        result = answering.generate(question, fragments, config, stream=not no_stream, on_token=on_token)
-        note = f"model {result.model or config.model}"
-    else:
-        result = answering.extractive_answer(question, fragments)
-        note = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+    result, fragments, note = asked.answer, asked.answer.fragments, asked.note
+    streamed = streamed and result.model is not None
     if as_json:
-        _emit_json({
-            "question": question, "searched": searched, "answer": result.text, "refused": result.refused,
-            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
-            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
-                           "similarity": f.similarity} for f in fragments],
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd, "top_similarity": top, "threshold": threshold, "note": note,
-        })
+        _emit_json(asked.to_dict())
         return
     if result.model is None and not result.refused:
         _print_fragments(fragments)
@@ -622,3 +599,25 @@ def db_grant_reader(role: str, password: str | None) -> None:
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="ROLE") from None
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)} and call search_chunks()")
+
+
+# --- mcp -----------------------------------------------------------------------------------------
+
+@main.command("mcp")
+@click.option("--http", is_flag=True, help="Serve the streamable HTTP transport instead of stdio.")
+@click.option("--host", help="HTTP: address to listen on [default: 127.0.0.1].")
+@click.option("--port", type=click.IntRange(1, 65535), help="HTTP: port [default: 8000].")
+@friendly
+def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
+    """Serve search_law, get_article, list_acts (and answer, with a model) to MCP clients.
+
+    \b
+    stdio (Claude Desktop, Claude Code):  pipeline mcp
+    HTTP:                                 pipeline mcp --http --port 8000   -> http://127.0.0.1:8000/mcp
+    Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*).
+    """
+    from .mcp_server import serve
+
+    if not http and (host or port):
+        raise click.UsageError("--host and --port need --http (stdio is the default transport)")
+    serve(http=http, host=host or "127.0.0.1", port=port or 8000)

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 
 import psycopg
 
+from .articles import require_acts
 from .embedders import Embedder
-from .fetch import parse_act_id
 
 MODES = ("hybrid", "vector", "text")
 
@@ -27,6 +27,8 @@ class Hit:
     vector_rank: int | None
     text_rank: int | None
     best_similarity: float | None  # the vector arm's best, whatever made the fused top k
+    version_no: int | None = None  # the stored text (version of `act`) the hit is from: cite it with the hit
+    valid_from: dt.date | None = None  # from when that text states the law
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -54,7 +56,7 @@ def search(
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if not query.strip():
         raise ValueError("the question is empty")
-    eli_ids = [str(parse_act_id(a)) for a in acts] if acts else None
+    eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
     vector = None
     model = None
     if text_weight is None:
@@ -76,8 +78,15 @@ def search(
         {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
          "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight},
     ).fetchall()
+    hits = [Hit(*row) for row in rows]
+    if hits:
+        versions = dict((r[0], r[1:]) for r in conn.execute(
+            "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
+            "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
+        for h in hits:
+            h.version_no, h.valid_from = versions[h.chunk_id]
     conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
-    return [Hit(*row) for row in rows]
+    return hits
 
 
 # Below this cosine similarity of the best hit, `ask` answers "not in the documents" without asking
