@@ -29,12 +29,14 @@ from .articles import ArticleNotFound, get_article, list_acts, table_of_contents
 from .db import DatabaseError
 from .embedders import Embedder, EmbedderError, embedder_from_env
 from .fetch import FetchError
+from .search import MODES, search
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MAX_K = 50
+MAX_K = 50  # an agent's context, not the database, is the limit
+Mode = Literal[MODES]  # type: ignore[valid-type]  # the search module's list, as a schema enum
 PAGE_CHARS = 4000  # get_article's default page: a long article (art. 151^1 …) comes in pieces
 
 # Results are dicts; extra keys pass through, so fields added to the library (e.g. "amended since")
@@ -136,6 +138,7 @@ class AnswerFragment(TypedDict):
 class AnswerResult(TypedDict):
     __pydantic_config__ = _OPEN  # type: ignore[misc]
     question: str
+    searched: str
     answer: str
     refused: bool
     model: str | None
@@ -323,10 +326,8 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
         k: Annotated[int, Field(ge=1, le=MAX_K, description="how many articles")] = 5,
         acts: Annotated[list[str] | None, Field(description="only these ELI ids, e.g. ['DU/2025/277']")] = None,
         as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
-        mode: Literal["hybrid", "text", "vector"] = "hybrid",
+        mode: Mode = "hybrid",
     ) -> SearchResult:
-        from .search import search
-
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
             hits = service.run(lambda conn: search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of))
@@ -385,7 +386,6 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             result = asked.to_dict()
             result["citations"] = [{"citation": cite(c["act"], c["article"]), **c} for c in result["citations"]]
             result["fragments"] = [{"citation": cite(f["act"], f["article"]), **f} for f in result["fragments"]]
-            result.pop("searched", None)
             return result  # type: ignore[return-value]
 
     @server.resource("law://acts", name="acts", mime_type="application/json",
