@@ -11,6 +11,8 @@ Three ways to run the same hybrid search (k=5) over the Labour Code, with the de
   the first call, which may wait for the warm-up, is not counted);
 - **in process**: `pipeline.search.search()` on a warm connection and model, the floor.
 
+The three are interleaved question by question, so they share the machine's load.
+
 The database is `pipeline_bench_mcp` on an embedded server in $PIPELINE_HOME (default
 /tmp/pipeline-bench-mcp), or on DATABASE_URL's server; the Labour Code is ingested from the ELI
 mirror and embedded with the local model (a few CPU minutes) unless `--keep` kept it from a
@@ -87,66 +89,61 @@ def questions() -> list[str]:
     return found or ["Ile dni urlopu na żądanie mogę wziąć w ciągu roku?"]
 
 
-def cold_cli(url: str, qs: list[str], runs: int) -> list[float]:
-    env = {**os.environ, "DATABASE_URL": url}
-    times = []
-    for i in range(runs):
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "pipeline", "search", qs[i % len(qs)], "-k", "5", "--json"],
-                           env=env, capture_output=True, text=True)
-        times.append(time.perf_counter() - t0)
-        if r.returncode != 0:
-            sys.exit(f"pipeline search failed: {r.stderr.strip()}")
-    return times
+def cli_once(url: str, question: str) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "pipeline", "search", question, "-k", "5", "--json"],
+                       env={**os.environ, "DATABASE_URL": url}, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"pipeline search failed: {r.stderr.strip()}")
+    return time.perf_counter() - t0
 
 
-def in_process(url: str, qs: list[str], calls: int) -> list[float]:
-    from pipeline import db, search
-    from pipeline.embedders import embedder_from_env
-
-    embedder = embedder_from_env()
-    times = []
-    with db.connect(url) as conn:
-        search.search(conn, "rozgrzewka", embedder, k=5)  # connection, dictionary and model warm
-        for i in range(calls):
-            t0 = time.perf_counter()
-            search.search(conn, qs[i % len(qs)], embedder, k=5)
-            times.append(time.perf_counter() - t0)
-    return times
-
-
-def through_mcp(url: str, qs: list[str], calls: int) -> tuple[list[float], float]:
+def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, list[float] | float]:
+    """Interleaved, so the three see the same machine load: per question one MCP call, one in-process
+    call and (for the first cli_runs questions) one cold CLI run."""
     import anyio
 
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
+    from pipeline import db, search
+    from pipeline.embedders import embedder_from_env
 
     env = {"DATABASE_URL": url, **{k: v for k, v in os.environ.items() if k.startswith(("EMBED_", "PIPELINE_"))}}
     params = StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(REPO))
+    embedder = embedder_from_env()
+    out: dict[str, list[float] | float] = {"MCP": [], "in process": [], "cold CLI": []}
 
-    async def session() -> tuple[list[float], float]:
-        times = []
+    async def session() -> None:
         t_start = time.perf_counter()
         async with Client(params) as client:
             first = await client.call_tool("search_law", {"query": "rozgrzewka", "k": 5})
             if first.is_error:
                 sys.exit(f"search_law failed: {first.content[0].text}")
-            ready = time.perf_counter() - t_start
-            for i in range(calls):
-                t0 = time.perf_counter()
-                result = await client.call_tool("search_law", {"query": qs[i % len(qs)], "k": 5})
-                times.append(time.perf_counter() - t0)
-                if result.is_error or len(result.structured_content["hits"]) != 5:
-                    sys.exit(f"search_law failed: {result.content}")
-        return times, ready
+            out["ready"] = time.perf_counter() - t_start
+            with db.connect(url) as conn:
+                search.search(conn, "rozgrzewka", embedder, k=5)  # connection, dictionary and model warm
+                for i in range(max(calls, cli_runs)):
+                    q = qs[i % len(qs)]
+                    if i < calls:
+                        t0 = time.perf_counter()
+                        result = await client.call_tool("search_law", {"query": q, "k": 5})
+                        out["MCP"].append(time.perf_counter() - t0)
+                        if result.is_error or len(result.structured_content["hits"]) != 5:
+                            sys.exit(f"search_law failed: {result.content}")
+                        t0 = time.perf_counter()
+                        search.search(conn, q, embedder, k=5)
+                        out["in process"].append(time.perf_counter() - t0)
+                    if i < cli_runs:
+                        out["cold CLI"].append(cli_once(url, q))
 
-    return anyio.run(session)
+    anyio.run(session)
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=50, help="MCP and in-process calls")
-    ap.add_argument("--cli-runs", type=int, default=50, help="cold `pipeline search` processes")
+    ap.add_argument("--cli-runs", type=int, default=50, help="cold `pipeline search` processes (the slow part)")
     ap.add_argument("--keep", action="store_true", help="keep (and reuse) the benchmark database")
     args = ap.parse_args()
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -154,15 +151,14 @@ def main() -> int:
     url = bench_database(args.keep)
     qs = questions()
     print(f"{len(qs)} questions in turn; hybrid search, k=5, {ACT}", flush=True)
-    mcp_times, ready = through_mcp(url, qs, args.calls)
-    proc = in_process(url, qs, args.calls)
-    cli = cold_cli(url, qs, args.cli_runs)
+    m = measure(url, qs, args.calls, args.cli_runs)
+    mcp_times, proc, cli = m["MCP"], m["in process"], m["cold CLI"]
     print(f"load after: {os.getloadavg()[0]:.1f}")
     print(line("cold CLI", cli))
-    print(line("MCP", mcp_times) + f"   (server start to first answer {ready:.2f} s)")
+    print(line("MCP", mcp_times) + f"   (server start to first answer {m['ready']:.2f} s)")
     print(line("in process", proc))
-    print(f"MCP p50 / cold CLI p50 = {statistics.median(mcp_times) / statistics.median(cli):.3f}; "
-          f"MCP overhead over in process (p50) = {(statistics.median(mcp_times) - statistics.median(proc)) * 1000:.1f} ms")
+    print(f"p50 ratios: MCP / cold CLI = {statistics.median(mcp_times) / statistics.median(cli):.3f}, "
+          f"MCP / in process = {statistics.median(mcp_times) / statistics.median(proc):.2f}")
     if not args.keep:
         import psycopg
 

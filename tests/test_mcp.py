@@ -291,3 +291,12 @@ def test_mcp_command_help_and_option_errors():
     assert help_.returncode == 0 and "--http" in help_.stdout
     bad = run_cli("mcp", "--port", "9000")
     assert bad.returncode == 2 and "--host and --port need --http" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_unknown_act_in_a_search_filter_is_an_error_in_the_cli_too(mcp_url):
+    # The rule lives in pipeline.search (search_law and `pipeline search` share it): no silent zero hits.
+    result = run_cli("search", "urlop", "--mode", "text", "--act", "DU/1999/123", env={"DATABASE_URL": mcp_url})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "Error: DU/1999/123 is not in the database; run: pipeline ingest --act DU/1999/123"
+    base = run_cli("search", "urlop", "--mode", "text", "--act", "DU/1974/141", "--json", env={"DATABASE_URL": mcp_url})
+    assert base.returncode == 0 and {h["act"] for h in json.loads(base.stdout)} == {KP}  # a base act id still works
