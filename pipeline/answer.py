@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from . import currency
@@ -20,6 +21,11 @@ from .config import env_number
 from .errors import AnswerError, UsageError
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 from .redact import scrub
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from .embedders import Embedder
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
 
@@ -420,31 +426,56 @@ def ask(
     on_fragments: Callable[[list[Fragment]], None] | None = None,
     on_token: Callable[[str], None] | None = None,
 ) -> Asked:
+    """`pipeline ask`: :func:`answer_question` over the current database with the configured embedder
+    and answer model."""
+    from .embedders import embedder_from_env
+    from .schema import open_current
+
+    _, conn = open_current()
+    with closing(conn):
+        return answer_question(conn, embedder_from_env(), question, ChatConfig.from_env(), k=k, acts=acts,
+                               as_of=as_of, include_repealed=include_repealed, rewrite=rewrite, offline=offline,
+                               stream=stream, on_rewrite=on_rewrite, on_fragments=on_fragments, on_token=on_token)
+
+
+def answer_question(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    question: str,
+    config: ChatConfig,
+    *,
+    k: int = 5,
+    acts: Sequence[str] = (),
+    as_of: dt.date | None = None,
+    include_repealed: bool = False,
+    rewrite: bool = False,
+    offline: bool = False,
+    stream: bool = True,
+    on_rewrite: Callable[[str], None] | None = None,
+    on_fragments: Callable[[list[Fragment]], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+) -> Asked:
     """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
 
+    Takes a connection and an embedder so a long-lived caller (the MCP server) keeps them warm.
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
-    from .embedders import embedder_from_env
     from .extractive import extractive_answer
-    from .schema import open_current
     from .search import best_similarity, checked_search, refusal_threshold
 
-    config = ChatConfig.from_env()
     use_model = config.configured and not offline
-    _, conn = open_current()
-    with closing(conn):
-        embedder = embedder_from_env()
-        searched = question
-        if rewrite:
-            if not use_model:
-                raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
-            searched = rewrite_query(question, config)
-            if on_rewrite:
-                on_rewrite(searched)
-        hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
-                              include_repealed=include_repealed)
-        currencies = currency.for_acts(conn, [h.act for h in hits])
+    searched = question
+    if rewrite:
+        if not use_model:
+            raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+        searched = rewrite_query(question, config)
+        if on_rewrite:
+            on_rewrite(searched)
+    hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                          include_repealed=include_repealed)
+    currencies = currency.for_acts(conn, [h.act for h in hits])
+    conn.rollback()  # read-only: no transaction stays open while a model writes
     threshold = refusal_threshold(embedder.name)
     top = best_similarity(hits)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,

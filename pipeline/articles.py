@@ -1,4 +1,5 @@
-"""Look up one article of a stored act (current, as of a date, or a given version)."""
+"""Look up stored acts and their articles: one article (current, as of a date, or a given version),
+an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,6 +14,35 @@ from .act_id import parse_act_id
 from .errors import ArticleNotFound
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 
+
+
+class ActNotFound(ArticleNotFound):
+    """The act is not in the database (the message says how to ingest it)."""
+
+
+def require_acts(conn: psycopg.Connection, acts: list[str]) -> list[str]:
+    """Canonical ELI ids of ``acts``, each one stored (as an act or as the base act of a stored text)."""
+    elis = [str(parse_act_id(a)) for a in acts]
+    known = {r[0] for r in conn.execute(
+        "SELECT eli FROM acts WHERE eli = ANY(%(e)s) UNION SELECT base_eli FROM acts WHERE base_eli = ANY(%(e)s)",
+        {"e": elis})}
+    for eli in elis:
+        if eli not in known:
+            raise ActNotFound(f"{eli} is not in the database; run: pipeline ingest --act {eli}")
+    return elis
+
+
+def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
+    """The version of ``eli``'s base act whose text is in force on ``as_of`` (None: the current one)."""
+    version = conn.execute(
+        "SELECT v.version_id FROM versions_as_of(%s) v "
+        "WHERE v.base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %s), %s)",
+        (as_of, eli, eli),
+    ).fetchone()
+    if not version:
+        require_acts(conn, [eli])
+        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}")
+    return version[0]
 
 
 def canonical_article(text: str) -> str:
@@ -34,26 +64,22 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
                                (eli, version_no)).fetchone()
         if not version:
             raise ArticleNotFound(f"{eli} has no stored version {version_no}")
+        version_id = version[0]
     else:
         # The act's text in force on the date: among all versions of its base act.
-        version = conn.execute(
-            "SELECT v.version_id FROM versions_as_of(%s) v "
-            "WHERE v.base_eli = (SELECT base_eli FROM acts WHERE eli = %s)",
-            (as_of, eli),
-        ).fetchone()
-        if not version:
-            known = conn.execute("SELECT 1 FROM acts WHERE eli = %s", (eli,)).fetchone()
-            if not known:
-                raise ArticleNotFound(f"{eli} is not in the database; run: pipeline ingest --act {eli}")
-            raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}")
+        version_id = _version_as_of(conn, eli, as_of)
     row = conn.cursor(row_factory=dict_row).execute(
         """
-        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no, v.valid_from
+        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no,
+               v.valid_from,
+               -- valid_to: the date a newer stored text of the same act takes over (NULL: none stored yet)
+               (SELECT min(n.valid_from) FROM act_versions n
+                WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to
         FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
         WHERE ar.version_id = %s AND ar.article = %s
         ORDER BY ar.ordinal LIMIT 1
         """,
-        (version[0], number),
+        (version_id, number),
     ).fetchone()
     if not row:
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
@@ -69,3 +95,38 @@ def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: in
     _, conn = open_current()
     with closing(conn):
         return get_article(conn, act, article, as_of=as_of, version_no=version_no)
+
+
+def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | None = None) -> dict:
+    """The articles of the act's text in force on ``as_of`` (None: current), in order, with their headings."""
+    eli = str(parse_act_id(act))
+    version_id = _version_as_of(conn, eli, as_of)
+    head = conn.execute(
+        "SELECT v.eli, a.title, v.version_no, v.valid_from FROM act_versions v JOIN acts a USING (eli) "
+        "WHERE v.version_id = %s", (version_id,)).fetchone()
+    rows = conn.execute(
+        "SELECT article, heading_path, repealed, length(text) FROM articles WHERE version_id = %s ORDER BY ordinal",
+        (version_id,)).fetchall()
+    return {
+        "eli": head[0], "act_title": head[1], "version_no": head[2], "valid_from": head[3],
+        "articles": [{"article": a, "heading_path": list(h), "repealed": r, "chars": n} for a, h, r, n in rows],
+    }
+
+
+def list_acts(conn: psycopg.Connection) -> list[dict]:
+    """Every stored act (per base act: its current text), with all its stored versions, oldest first."""
+    rows = conn.execute(
+        """
+        SELECT c.eli, c.base_eli, c.title, c.act_type, c.status, a.in_force, c.version_no, c.valid_from,
+               c.article_count, c.chunk_count, c.ingested_at,
+               (SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.version_no,
+                                                  'valid_from', v.valid_from, 'ingested_at', v.ingested_at)
+                                ORDER BY v.valid_from NULLS FIRST, v.version_id)
+                FROM act_versions v WHERE v.base_eli = c.base_eli)
+        FROM current_versions c JOIN acts a USING (eli)
+        ORDER BY c.eli
+        """
+    ).fetchall()
+    keys = ("eli", "base_eli", "title", "act_type", "status", "in_force", "version_no", "valid_from",
+            "article_count", "chunk_count", "ingested_at", "versions")
+    return [dict(zip(keys, r)) for r in rows]

@@ -506,3 +506,25 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
                    + (f" (resumed sync {report.resumed})" if report.resumed else ""), err=True)
     if report.failed:
         sys.exit(1)
+
+
+# --- mcp -----------------------------------------------------------------------------------------
+
+@main.command("mcp")
+@click.option("--http", is_flag=True, help="Serve the streamable HTTP transport instead of stdio.")
+@click.option("--host", help="HTTP: address to listen on [default: 127.0.0.1].")
+@click.option("--port", type=click.IntRange(1, 65535), help="HTTP: port [default: 8000].")
+@friendly
+def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
+    """Serve search_law, get_article, list_acts (and answer, with a model) to MCP clients.
+
+    \b
+    stdio (Claude Desktop, Claude Code):  pipeline mcp
+    HTTP:                                 pipeline mcp --http --port 8000   -> http://127.0.0.1:8000/mcp
+    Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*).
+    """
+    from .mcp_server import serve
+
+    if not http and (host or port):
+        raise click.UsageError("--host and --port need --http (stdio is the default transport)")
+    serve(http=http, host=host or "127.0.0.1", port=port or 8000)

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg.rows import class_row
 
+from .articles import require_acts
 from .embedders import Embedder, embedder_from_env
 from .errors import UsageError
-from .act_id import parse_act_id
 
 MODES = ("hybrid", "vector", "text")
 
@@ -31,6 +31,8 @@ class Hit:
     vector_rank: int | None
     text_rank: int | None
     best_similarity: float | None  # the vector arm's best, whatever made the fused top k
+    version_no: int | None = None  # the stored text (version of `act`) the hit is from: cite it with the hit
+    valid_from: dt.date | None = None  # from when that text states the law
     currency: dict | None = None  # the act's currency (pipeline.currency), filled by run()
 
     def to_dict(self) -> dict:
@@ -59,7 +61,7 @@ def search(
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if not query.strip():
         raise ValueError("the question is empty")
-    eli_ids = [str(parse_act_id(a)) for a in acts] if acts else None
+    eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
     vector = None
     model = None
     if text_weight is None:
@@ -83,8 +85,15 @@ def search(
         {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
          "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight},
     ).fetchall()
+    hits = rows
+    if hits:
+        versions = dict((r[0], r[1:]) for r in conn.execute(
+            "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
+            "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
+        for h in hits:
+            h.version_no, h.valid_from = versions[h.chunk_id]
     conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
-    return rows
+    return hits
 
 
 # Below this cosine similarity of the best hit, `ask` answers "not in the documents" without asking

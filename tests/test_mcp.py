@@ -1,0 +1,302 @@
+"""`pipeline mcp` as a real subprocess, spoken to by the official SDK's own client (stdio and HTTP).
+
+Vectors come from the Ollama stand-in (tests/ollama_stand_in.py: Ollama's real /api/embed protocol,
+hashed bag-of-words vectors), so the acts are embedded in seconds instead of minutes; the answer
+model is the chat stand-in (tests/chat_stand_in.py). Both are loopback HTTP servers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+from chat_stand_in import ChatStandIn
+from conftest import ELI_MIRROR, REPO, create_database, require_mirror, run_cli
+from ollama_stand_in import OllamaStandIn
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+KP = "DU/2025/277"  # Kodeks pracy (consolidated text)
+PATIENT = "DU/2024/581"  # patient rights act
+SECRET = "sk-or-v1-thisisnotarealkey0123456789"
+
+
+@pytest.fixture(scope="module")
+def ollama():
+    with OllamaStandIn({"bge-m3": 1024}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mcp_url(server_url: str, ollama: OllamaStandIn) -> str:
+    """Kodeks pracy + patient rights from the mirror, embedded by the stand-in (a few seconds)."""
+    require_mirror()
+    from pipeline import db, embed, ingest
+    from pipeline.embedders import OllamaEmbedder
+
+    url = create_database(server_url, "mcp")
+    embedder = OllamaEmbedder(ollama.url, "bge-m3")
+    with db.connect(url) as c:
+        embed.ensure_space(c, embedder.name, embedder.dimensions, embedder.backend)
+        for act in (KP, PATIENT):
+            result = ingest.ingest_act(c, url, act, model=embedder.name, archive_dir=Path(tempfile.mkdtemp()),
+                                       source_dir=ELI_MIRROR)
+            assert result.status == "new", result.error
+        embed.drain(c, embedder, batch_size=256)
+    return url
+
+
+def server_env(url: str, ollama: OllamaStandIn, **extra: str) -> dict[str, str]:
+    # The SDK's stdio client passes only a safe subset of the environment: name everything.
+    return {"DATABASE_URL": url, "EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url,
+            "PIPELINE_HOME": os.environ["PIPELINE_HOME"], **extra}
+
+
+def stdio(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(REPO))
+
+
+def show(url: str, act: str, article: str) -> dict:
+    result = run_cli("show", act, article, "--json", env={"DATABASE_URL": url})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def error_line(result: Any) -> str:
+    assert result.is_error, result
+    text = result.content[0].text
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+# --- stdio ----------------------------------------------------------------------------------------
+
+
+def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, ollama):
+    async def session() -> dict:
+        out: dict = {}
+        async with Client(stdio(server_env(mcp_url, ollama))) as client:
+            out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+            out["acts"] = (await client.call_tool("list_acts", {})).structured_content
+            out["text"] = (await client.call_tool("search_law", {"query": "urlop na żądanie pracownika",
+                                                                 "mode": "text", "k": 3})).structured_content
+            out["hybrid"] = (await client.call_tool("search_law", {"query": "Ile dni urlopu na żądanie?",
+                                                                   "acts": [KP]})).structured_content
+            top = out["text"]["hits"][0]
+            out["article"] = (await client.call_tool("get_article", {"act": top["act"],
+                                                                     "article": top["article"]})).structured_content
+            pages, offset = [], 0
+            while offset is not None:
+                page = (await client.call_tool("get_article", {"act": KP, "article": "151^1", "max_chars": 300,
+                                                               "offset": offset})).structured_content
+                pages.append(page)
+                offset = page["next_offset"]
+            out["pages"] = pages
+            out["toc"] = (await client.read_resource(f"law://acts/{KP}/toc")).contents[0].text
+            out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+        return out
+
+    out = anyio.run(session)
+    # Without an answer model the answer tool is not offered.
+    assert set(out["tools"]) == {"search_law", "get_article", "list_acts"}
+    for tool in out["tools"].values():
+        assert tool.output_schema and tool.description
+    assert "Use it" in out["tools"]["search_law"].description and "Wyszukaj" in out["tools"]["search_law"].description
+
+    acts = {a["act"]: a for a in out["acts"]["acts"]}
+    assert set(acts) == {KP, PATIENT}
+    assert acts[KP]["title"].startswith("Obwieszczenie") and acts[KP]["base_act"] == "DU/1974/141"
+    assert acts[KP]["versions"] == [{"act": KP, "version_no": 1, "valid_from": acts[KP]["valid_from"],
+                                     "ingested_at": acts[KP]["versions"][0]["ingested_at"]}]
+    assert acts[KP]["article_count"] > 500 and acts[PATIENT]["article_count"] > 50
+
+    hits = out["text"]["hits"]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert all(h["similarity"] is None and h["text_score"] > 0 for h in hits)  # text mode: no vector arm
+    for hit in hits[:2]:  # the citation of a hit is what `pipeline show` prints for it
+        shown = show(mcp_url, hit["act"], hit["article"])
+        assert hit["citation"] == f"[{shown['eli']}, art. {shown['article']}]"
+        assert (hit["version_no"], hit["valid_from"]) == (shown["version_no"], shown["valid_from"])
+        assert " ".join(hit["text"].split())[:200] in " ".join(shown["text"].split())
+
+    hybrid = out["hybrid"]["hits"]
+    assert len(hybrid) == 5 and {h["act"] for h in hybrid} == {KP}
+    assert any(h["similarity"] is not None for h in hybrid)  # the vector arm took part
+
+    article = out["article"]
+    shown = show(mcp_url, hits[0]["act"], hits[0]["article"])
+    assert article["text"] == shown["text"][:4000] and article["total_chars"] == len(shown["text"])
+    assert (article["act"], article["article"], article["version_no"], article["valid_from"]) == \
+        (shown["eli"], shown["article"], shown["version_no"], shown["valid_from"])
+    assert article["heading_path"] == shown["heading_path"] and article["valid_to"] is None
+
+    long = show(mcp_url, KP, "151^1")
+    assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]
+    assert out["pages"][-1]["next_offset"] is None
+
+    assert out["toc"].startswith(KP) and "DZIAŁ PIERWSZY" in out["toc"] and "art. 1, 2, 3," in out["toc"]
+    assert "pytanie_prawne" in out["prompts"]
+
+
+BAD_CALLS = [
+    ("get_article", {"act": "DU/1999/123", "article": "1"}, "DU/1999/123 is not in the database"),
+    ("get_article", {"act": KP, "article": "abc"}, "is not an article number"),
+    ("get_article", {"act": KP, "article": "9999"}, "has no art. 9999"),
+    ("get_article", {"act": "nonsense", "article": "1"}, "invalid act id"),
+    ("get_article", {"act": KP, "article": "154", "as_of": "2024-13-45"}, "as_of"),
+    ("search_law", {"query": "   "}, "the question is empty"),
+    ("search_law", {"query": "urlop", "k": 0}, "k: Input should be greater than or equal to 1"),
+    ("search_law", {"query": "urlop", "k": 500}, "k: Input should be less than or equal to 50"),
+    ("search_law", {"query": "urlop", "acts": ["DU/1999/123"], "mode": "text"}, "DU/1999/123 is not in the database"),
+    ("search_law", {"query": "urlop", "mode": "fuzzy"}, "mode"),
+    ("search_law", {}, "query: Field required"),
+    ("no_such_tool", {}, "Unknown tool"),
+]
+
+
+def test_bad_calls_are_one_line_errors_and_the_server_keeps_serving(mcp_url, ollama, tmp_path):
+    async def session() -> list:
+        results = []
+        async with Client(stdio(server_env(mcp_url, ollama))) as client:
+            for name, args, _ in BAD_CALLS:
+                results.append(await client.call_tool(name, args))
+                # After every bad call a good one still works.
+                ok = await client.call_tool("search_law", {"query": "urlop", "mode": "text", "k": 1})
+                assert not ok.is_error and ok.structured_content["hits"], ok
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("law://acts/DU/1999/123/toc")
+            results.append(str(missing.value))
+            assert not (await client.call_tool("list_acts", {})).is_error
+        return results
+
+    results = anyio.run(session)
+    for (name, args, expected), result in zip(BAD_CALLS, results):
+        line = error_line(result)
+        assert expected in line, (name, args, line)
+    assert "DU/1999/123 is not in the database" in results[-1]
+
+
+def test_a_lost_database_connection_is_replaced(mcp_url, ollama):
+    async def session() -> tuple:
+        async with Client(stdio(server_env(mcp_url, ollama))) as client:
+            first = await client.call_tool("get_article", {"act": KP, "article": "154"})
+            with psycopg.connect(mcp_url, autocommit=True) as admin:
+                killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                       "WHERE datname = 'mcp' AND pid <> pg_backend_pid()").fetchone()[0]
+            second = await client.call_tool("get_article", {"act": KP, "article": "154"})
+        return first, killed, second
+
+    first, killed, second = anyio.run(session)
+    assert killed >= 1
+    assert not second.is_error, second.content
+    assert second.structured_content["text"] == first.structured_content["text"]
+
+
+def test_answer_errors_never_show_the_key(mcp_url, ollama, tmp_path):
+    with ChatStandIn(reply="nieważne", api_key="the-right-key") as chat:
+        env = server_env(mcp_url, ollama, ANSWER_BASE_URL=chat.base_url, ANSWER_API_KEY=SECRET,
+                         ANSWER_MODEL="test-model", ANSWER_MIN_SIMILARITY="0")
+
+        async def session() -> tuple:
+            with open(tmp_path / "stderr", "w") as errlog:
+                # The server's stderr (its log) is kept too: the key must not be there either.
+                async with Client(stdio_client(stdio(env), errlog=errlog)) as client:
+                    bad = await client.call_tool("answer", {"question": "Ile dni urlopu na żądanie?"})
+                    good = await client.call_tool("list_acts", {})
+            return bad, good
+
+        bad, good = anyio.run(session)
+    line = error_line(bad)
+    assert "rejected the API key (401)" in line and SECRET not in line and SECRET[:12] not in line
+    assert not good.is_error
+    log = (tmp_path / "stderr").read_text()
+    assert SECRET not in log and SECRET[:12] not in log
+
+
+# --- HTTP -----------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"pipeline mcp --http exited: {proc.stderr.read()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("pipeline mcp --http did not listen")
+
+
+def test_http_transport_with_the_answer_tool(mcp_url, ollama):
+    reply = f"Pracownikowi przysługują 4 dni urlopu na żądanie w roku [{KP}, art. 167^2]."
+    with ChatStandIn(reply=reply, cost=0.000123) as chat:
+        port = free_port()
+        env = {**os.environ, **server_env(mcp_url, ollama, ANSWER_BASE_URL=chat.base_url, ANSWER_MODEL="test-model",
+                                          ANSWER_MIN_SIMILARITY="0")}
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline", "mcp", "--http", "--port", str(port)], env=env,
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_port(port, proc)
+
+            async def session() -> dict:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    return {
+                        "tools": {t.name for t in (await client.list_tools()).tools},
+                        "answer": await client.call_tool("answer", {"question": "Ile dni urlopu na żądanie mogę wziąć?",
+                                                                    "acts": [KP]}),
+                        "empty": await client.call_tool("answer", {"question": ""}),
+                        "search": await client.call_tool("search_law", {"query": "urlop na żądanie", "mode": "text"}),
+                    }
+
+            out = anyio.run(session)
+            sent = chat.requests[0].body["messages"][1]["content"]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert out["tools"] == {"search_law", "get_article", "list_acts", "answer"}
+    answer = out["answer"].structured_content
+    assert not out["answer"].is_error and answer["answer"] == reply and not answer["refused"]
+    assert answer["citations"] == [{"citation": f"[{KP}, art. 167^2]", "act": KP, "article": "167^2"}]
+    assert answer["model"] == "test-model" and answer["cost_usd"] == pytest.approx(0.000123)
+    assert answer["prompt_tokens"] > 0 and answer["completion_tokens"] > 0
+    assert answer["fragments"] and all(f["act"] == KP for f in answer["fragments"])
+    assert all(f["citation"] in sent for f in answer["fragments"])  # the model saw what the result cites
+    assert "the question is empty" in error_line(out["empty"])
+    assert not out["search"].is_error and out["search"].structured_content["hits"]
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def test_mcp_command_help_and_option_errors():
+    help_ = run_cli("mcp", "--help")
+    assert help_.returncode == 0 and "--http" in help_.stdout
+    bad = run_cli("mcp", "--port", "9000")
+    assert bad.returncode == 2 and "--host and --port need --http" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_unknown_act_in_a_search_filter_is_an_error_in_the_cli_too(mcp_url):
+    # The rule lives in pipeline.search (search_law and `pipeline search` share it): no silent zero hits.
+    result = run_cli("search", "urlop", "--mode", "text", "--act", "DU/1999/123", env={"DATABASE_URL": mcp_url})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == "Error: DU/1999/123 is not in the database; run: pipeline ingest --act DU/1999/123"
+    base = run_cli("search", "urlop", "--mode", "text", "--act", "DU/1974/141", "--json", env={"DATABASE_URL": mcp_url})
+    assert base.returncode == 0 and {h["act"] for h in json.loads(base.stdout)} == {KP}  # a base act id still works
