@@ -459,7 +459,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
     """
     from . import answer as answering
-    from .search import best_similarity, refusal_threshold
+    from .refusal import decide
 
     config = answering.ChatConfig.from_env()
     use_model = config.configured and not offline
@@ -475,15 +475,14 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     hits = _run_search(conn, searched, k=k, mode="hybrid", acts=acts, as_of=as_of,
                        include_repealed=include_repealed, embedder=embedder)
     conn.close()
-    threshold = refusal_threshold(embedder.name)
-    top = best_similarity(hits)
+    verdict = decide(hits, embedder.name)
+    top, threshold = verdict.similarity, verdict.min_similarity
     fragments = [answering.Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                                     score=h.score, similarity=h.similarity) for h in hits]
     streamed = False
-    if top is None or top < threshold:
+    if verdict.refused:
         result = answering.refusal(fragments)
-        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
-                if top is not None else "no matching fragments; no model was asked")
+        note = f"{verdict.reason}; no model was asked"
     elif use_model:
         if not as_json:
             _print_fragments(fragments)
@@ -504,6 +503,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
                            "similarity": f.similarity} for f in fragments],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "top_similarity": top, "threshold": threshold, "note": note,
+            "refusal": verdict.to_dict(),
         })
         return
     if result.model is None and not result.refused:
@@ -536,38 +536,56 @@ def _print_fragments(fragments: list) -> None:
 @main.command("eval")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True,
+              help="all: each arm alone and fused.")
+@click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
+              help="Only questions whose id ends in an odd / even number (dev set: odd tune, even report).")
+@click.option("--fusion", type=click.Choice(["rrf", "convex"]), default=None,
+              help="Override the model's fusion (ablations).")
+@click.option("--text-weight", type=click.FloatRange(0), default=None, help="Override the text arm's weight.")
+@click.option("--vector-weight", type=click.FloatRange(0), default=None, help="Override the vector arm's weight.")
+@click.option("--fetch-k", type=click.IntRange(1, 1000), default=None, help="Override candidates per arm.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @friendly
-def eval_cmd(file: Path, k: int, mode: str, as_json: bool) -> None:
+def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_weight: float | None,
+             vector_weight: float | None, fetch_k: int | None, as_json: bool) -> None:
     """Retrieval quality on a question file (JSON lines: question, expect [{act, art}], answerable).
 
-    Prints recall@1/5/10, MRR, refusals of unanswerable questions by the similarity threshold, and the
-    gold article's rank per question and mode. Exits non-zero only on bad input, never on a low score.
+    Prints recall@1/5/10/k, MRR, the refusals `ask` would make (unanswerable and answerable
+    questions), and the gold article's rank per question and mode. Exits non-zero only on bad
+    input, never on a low score.
     """
     from . import evaluate
 
     try:
-        questions = evaluate.load_questions(file)
+        questions = evaluate.select_ids(evaluate.load_questions(file), ids)
     except evaluate.EvalError as exc:
         raise click.UsageError(str(exc)) from None
     _, conn = _open_db()
     modes = ("hybrid", "vector", "text") if mode == "all" else (mode,)
-    report = evaluate.evaluate(conn, _embedder(), questions, k=k, modes=modes)
+    overrides = {name: value for name, value in (("fusion", fusion), ("text_weight", text_weight),
+                                                 ("vector_weight", vector_weight), ("fetch_k", fetch_k))
+                 if value is not None}
+    report = evaluate.evaluate(conn, _embedder(), questions, k=k, modes=modes, **overrides)
+    report["ids"] = ids
     conn.close()
     if as_json:
         _emit_json(report)
         return
     m = report["metrics"]
-    click.echo(f"{len(questions)} questions; {m['answerable_scored']} answerable with their act in the database, "
-               f"{m['answerable_not_in_corpus']} whose act is not ingested (not scored), {m['unanswerable']} unanswerable")
-    click.echo(f"{'mode':<8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    click.echo(f"{len(questions)} questions ({ids} ids); {m['answerable_scored']} answerable with their act in the "
+               f"database, {m['answerable_not_in_corpus']} whose act is not ingested (not scored), "
+               f"{m['unanswerable']} unanswerable")
+    cuts = evaluate.recall_ks(k)
+    click.echo(f"{'mode':<8} " + " ".join(f"{'R@' + str(c):>6}" for c in cuts) + f" {'MRR':>6}")
     for md in modes:
         r = m[md]
-        click.echo(f"{md:<8} {r['recall@1']:>6.2f} {r['recall@5']:>6.2f} {r['recall@10']:>6.2f} {r['mrr']:>6.3f}")
-    if m["refusal_rate_unanswerable"] is not None:
-        click.echo(f"refused unanswerable: {m['refusal_rate_unanswerable']:.0%}; "
-                   f"refused answerable: {(m['false_refusal_rate'] or 0):.0%} (threshold {report['threshold']:.2f})")
+        click.echo(f"{md:<8} " + " ".join(f"{r[f'recall@{c}']:>6.2f}" for c in cuts) + f" {r['mrr']:>6.3f}")
+    if m["refusal_rate_unanswerable"] is not None or m["false_refusal_rate"] is not None:
+        unanswerable = m["refusal_rate_unanswerable"]
+        click.echo(f"refused unanswerable: {'-' if unanswerable is None else f'{unanswerable:.0%}'}; "
+                   f"refused answerable: {(m['false_refusal_rate'] or 0):.0%} "
+                   f"(pipeline.refusal, min similarity {report['threshold']:.2f})")
     click.echo()
     click.echo(f"{'id':<10} " + " ".join(f"{md:>7}" for md in modes) + f" {'sim':>6} {'refused':>7}  question")
     for q in report["questions"]:

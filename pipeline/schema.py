@@ -7,6 +7,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from . import db
+from .search import SEARCH_CHUNKS_SIGNATURE
 
 
 def _config(url: str) -> Config:
@@ -65,8 +66,7 @@ READER_FUNCTIONS = (
     "thesaurus_expansion(text)",
     "search_terms(text)",
     "search_tsquery(text)",
-    "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, "
-    "double precision, integer)",
+    SEARCH_CHUNKS_SIGNATURE,
 )
 
 

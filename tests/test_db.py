@@ -16,6 +16,7 @@ import pytest
 
 from conftest import create_database, run_cli
 from pipeline import embed, schema
+from pipeline.search import SEARCH_CHUNKS_SIGNATURE
 
 TABLES = {"acts", "act_versions", "articles", "chunks", "embeddings", "embedding_models", "embedding_queue",
           "ingest_runs", "thesaurus"}
@@ -35,8 +36,7 @@ def test_migrations_upgrade_from_empty_and_downgrade_back(server_url):
         assert schema.current_revision(c) == schema.head_revision()
         views = {r[0] for r in c.execute("SELECT viewname FROM pg_views WHERE schemaname = 'public'")}
         assert {"current_versions", "current_articles", "current_chunks", "embedding_status"} <= views
-        assert c.execute("SELECT to_regprocedure('search_chunks(text,vector,text,integer,text[],date,boolean,text,"
-                         "integer,double precision,double precision,integer)')").fetchone()[0] is not None
+        assert c.execute("SELECT to_regprocedure(%s)", (SEARCH_CHUNKS_SIGNATURE,)).fetchone()[0] is not None
     schema.downgrade(url, "base")
     assert _tables(url) <= {"alembic_version"}
     with psycopg.connect(url) as c:

@@ -16,6 +16,7 @@ from ollama_stand_in import OllamaStandIn
 
 from pipeline import db, embed, ingest, schema
 from pipeline.embedders import OllamaEmbedder
+from pipeline.search import SEARCH_CHUNKS_SIGNATURE
 
 ACT = "DU/2024/1513"  # e-services act, HTML, 35 articles
 QUESTION = "Czy usługodawca musi podać swój adres elektroniczny?"
@@ -27,8 +28,7 @@ INJECTIONS = [
     "usług:* & !(adres) <-> 'x' | \\",
     "%s %(q)s {0} \\x00",
 ]
-SEARCH_CHUNKS = "search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, double precision, " \
-                "double precision, integer)"
+SEARCH_CHUNKS = SEARCH_CHUNKS_SIGNATURE
 
 
 @pytest.fixture(scope="module")
