@@ -591,7 +591,8 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
     for q in report["questions"]:
         ranks = " ".join(f"{_rank_cell(q, md, k):>7}" for md in modes)
         sim = f"{q['top_similarity']:.3f}" if q["top_similarity"] is not None else "-"
-        click.echo(f"{q['id']:<10} {ranks} {sim:>6} {'yes' if q['refused'] else 'no':>7}  {_snippet(q['question'], 60)}")
+        refused = "-" if q["refused"] is None else "yes" if q["refused"] else "no"
+        click.echo(f"{q['id']:<10} {ranks} {sim:>6} {refused:>7}  {_snippet(q['question'], 60)}")
 
 
 def _rank_cell(q: dict, mode: str, k: int) -> str:

@@ -104,6 +104,9 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     The refusal is always decided on the hybrid hits, searched for it if hybrid is not a mode.
     ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
     ingested = {r[0] for r in conn.execute("SELECT eli FROM current_versions")}
+    # Without vectors (a text-only evaluation) there is no refusal to report.
+    vectors = conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
+                           (embedder.name,)).fetchone()[0]
     conn.rollback()
     results = []
     for q in questions:
@@ -114,10 +117,11 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
             r.ranks[mode] = _rank(hits, q.expect) if q.expect else None
             if mode == "hybrid":
                 hybrid_hits = hits
-        if hybrid_hits is None:
+        if hybrid_hits is None and vectors:
             hybrid_hits = search(conn, q.question, embedder, k=k, mode="hybrid", **search_options)
-        verdict = decide(hybrid_hits, embedder.name)
-        r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
+        if hybrid_hits is not None:
+            verdict = decide(hybrid_hits, embedder.name)
+            r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
         results.append(r)
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
@@ -134,6 +138,8 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...], k: int = 10) 
         out[mode] = {f"recall@{c}": sum(1 for x in ranks if x and x <= c) / n for c in recall_ks(k)}
         out[mode]["mrr"] = sum(1 / x for x in ranks if x) / n
     unanswerable = [r for r in results if not r.answerable]
-    out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) if unanswerable else None
-    out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored else None
+    judged = any(r.refused is not None for r in results)
+    out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) \
+        if unanswerable and judged else None
+    out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored and judged else None
     return out
