@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--seed", type=Path, default=SHARED / "seed_questions.pl.jsonl")
     ap.add_argument("--only", action="append", help="run only settings whose name contains this")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--signals", action="store_true", help="print the refusal signals of the tune questions")
     args = ap.parse_args()
     dev = load_questions(args.dev)
     groups = {"tune": select_ids(dev, "odd"), "report": select_ids(dev, "even"), "seed": load_questions(args.seed)}
@@ -158,6 +159,15 @@ def main() -> None:
         print(f"  {g:<6} refused unanswerable {c['refused_unanswerable']}/{c['unanswerable']} "
               f"(similarity alone {c['similarity_only_refused_unanswerable']}), "
               f"refused answerable {c['refused_answerable']}/{c['answerable']}")
+    if args.signals:  # the tune half only: per-question refusal signals, for diagnosis
+        vec_hits = results["settings"]["vector arm"]["_hits"]
+        for q in groups["tune"] + groups["seed"]:
+            if q.answerable and not all(a in ingested for a, _ in q.expect):
+                continue
+            h, v = r["hits"][q.id], vec_hits[q.id]
+            gap = (v[0].similarity - v[min(9, len(v) - 1)].similarity) if v else None
+            print(f"  {q.id:<8} {'ans' if q.answerable else 'UNANS'} sim {h[0].best_similarity:.3f} "
+                  f"agree {arms_agree(h, prof)} gap1-10 {gap:.3f} hybrid rank {_rank(h, q.expect) if q.expect else '-'}")
     if args.json:
         for v in results["settings"].values():
             v.pop("_hits", None)
