@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from .embedders import Embedder
+    from .refusal import Refusal
 
 NOT_FOUND = "Nie znalazłem odpowiedzi w dostępnych dokumentach."
 
@@ -390,8 +391,7 @@ class Asked:
     question: str
     searched: str  # the question as searched (rewritten with --rewrite)
     answer: Answer
-    top_similarity: float | None
-    threshold: float
+    refusal: Refusal  # the shared rule's verdict (pipeline.refusal)
     note: str
     streamed: bool = False  # the text already went to on_token as it was written
     currency: dict = field(default_factory=dict)  # cited act -> its currency (pipeline.currency.Currency)
@@ -405,8 +405,8 @@ class Asked:
             "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
                            "similarity": f.similarity} for f in result.fragments],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd, "top_similarity": self.top_similarity, "threshold": self.threshold,
-            "note": self.note,
+            "cost_usd": result.cost_usd, "top_similarity": self.refusal.similarity,
+            "threshold": self.refusal.min_similarity, "note": self.note, "refusal": self.refusal.to_dict(),
             "currency": {eli: c.to_dict() for eli, c in self.currency.items()},
             "currency_warning": self.currency_warning,
         }
@@ -462,7 +462,8 @@ def answer_question(
     is asked, ``on_token`` the answer as it streams.
     """
     from .extractive import extractive_answer
-    from .search import best_similarity, checked_search, refusal_threshold
+    from .refusal import decide
+    from .search import checked_search
 
     use_model = config.configured and not offline
     searched = question
@@ -476,16 +477,14 @@ def answer_question(
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits])
     conn.rollback()  # read-only: no transaction stays open while a model writes
-    threshold = refusal_threshold(embedder.name)
-    top = best_similarity(hits)
+    verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,
                           currency=currencies[h.act].note() if h.act in currencies else None) for h in hits]
     streamed = False
-    if top is None or top < threshold:
+    if verdict.refused:
         result = refusal(fragments)
-        note = (f"best similarity {top:.3f} < threshold {threshold:.2f} ({embedder.name}); no model was asked"
-                if top is not None else "no matching fragments; no model was asked")
+        note = f"{verdict.reason}; no model was asked"
     elif use_model:
         if on_fragments:
             on_fragments(fragments)
@@ -496,7 +495,7 @@ def answer_question(
         result = extractive_answer(question, fragments)
         note = NO_MODEL_NOTE
     cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
-    return Asked(question, searched, result, top, threshold, note, streamed, cited, currency.warning(cited.values()))
+    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()))
 
 
 _MOVED_TO_EXTRACTIVE = ("EXTRACTIVE_NOTE", "extractive_answer", "split_units", "stem")

@@ -372,38 +372,56 @@ def _print_fragments(fragments: list) -> None:
 @main.command("eval")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True,
+              help="all: each arm alone and fused.")
+@click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
+              help="Only questions whose id ends in an odd / even number (dev set: odd tune, even report).")
+@click.option("--fusion", type=click.Choice(["rrf", "convex"]), default=None,
+              help="Override the model's fusion (ablations).")
+@click.option("--text-weight", type=click.FloatRange(0), default=None, help="Override the text arm's weight.")
+@click.option("--vector-weight", type=click.FloatRange(0), default=None, help="Override the vector arm's weight.")
+@click.option("--fetch-k", type=click.IntRange(1, 1000), default=None, help="Override candidates per arm.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @friendly
-def eval_cmd(file: Path, k: int, mode: str, as_json: bool) -> None:
+def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_weight: float | None,
+             vector_weight: float | None, fetch_k: int | None, as_json: bool) -> None:
     """Retrieval quality on a question file (JSON lines: question, expect [{act, art}], answerable).
 
-    Prints recall@1/5/10, MRR, refusals of unanswerable questions by the similarity threshold, and the
-    gold article's rank per question and mode. Exits non-zero only on bad input, never on a low score.
+    Prints recall@1/5/10/k, MRR, the refusals `ask` would make (unanswerable and answerable
+    questions), and the gold article's rank per question and mode. Exits non-zero only on bad
+    input, never on a low score.
     """
     from . import evaluate
 
     modes = evaluate.MODES if mode == "all" else (mode,)
-    report = evaluate.run(file, k=k, modes=modes)
+    overrides = {name: value for name, value in (("fusion", fusion), ("text_weight", text_weight),
+                                                 ("vector_weight", vector_weight), ("fetch_k", fetch_k))
+                 if value is not None}
+    report = evaluate.run(file, k=k, modes=modes, ids=ids, **overrides)
     if as_json:
         _emit_json(report)
         return
     m = report["metrics"]
-    click.echo(f"{len(report['questions'])} questions; {m['answerable_scored']} answerable with their act in the database, "
-               f"{m['answerable_not_in_corpus']} whose act is not ingested (not scored), {m['unanswerable']} unanswerable")
-    click.echo(f"{'mode':<8} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    click.echo(f"{len(report['questions'])} questions ({ids} ids); {m['answerable_scored']} answerable with their act in the "
+               f"database, {m['answerable_not_in_corpus']} whose act is not ingested (not scored), "
+               f"{m['unanswerable']} unanswerable")
+    cuts = evaluate.recall_ks(k)
+    click.echo(f"{'mode':<8} " + " ".join(f"{'R@' + str(c):>6}" for c in cuts) + f" {'MRR':>6}")
     for md in modes:
         r = m[md]
-        click.echo(f"{md:<8} {r['recall@1']:>6.2f} {r['recall@5']:>6.2f} {r['recall@10']:>6.2f} {r['mrr']:>6.3f}")
-    if m["refusal_rate_unanswerable"] is not None:
-        click.echo(f"refused unanswerable: {m['refusal_rate_unanswerable']:.0%}; "
-                   f"refused answerable: {(m['false_refusal_rate'] or 0):.0%} (threshold {report['threshold']:.2f})")
+        click.echo(f"{md:<8} " + " ".join(f"{r[f'recall@{c}']:>6.2f}" for c in cuts) + f" {r['mrr']:>6.3f}")
+    if m["refusal_rate_unanswerable"] is not None or m["false_refusal_rate"] is not None:
+        unanswerable = m["refusal_rate_unanswerable"]
+        click.echo(f"refused unanswerable: {'-' if unanswerable is None else f'{unanswerable:.0%}'}; "
+                   f"refused answerable: {(m['false_refusal_rate'] or 0):.0%} "
+                   f"(pipeline.refusal, min similarity {report['threshold']:.2f})")
     click.echo()
     click.echo(f"{'id':<10} " + " ".join(f"{md:>7}" for md in modes) + f" {'sim':>6} {'refused':>7}  question")
     for q in report["questions"]:
         ranks = " ".join(f"{_rank_cell(q, md, k):>7}" for md in modes)
         sim = f"{q['top_similarity']:.3f}" if q["top_similarity"] is not None else "-"
-        click.echo(f"{q['id']:<10} {ranks} {sim:>6} {'yes' if q['refused'] else 'no':>7}  {_snippet(q['question'], 60)}")
+        refused = "-" if q["refused"] is None else "yes" if q["refused"] else "no"
+        click.echo(f"{q['id']:<10} {ranks} {sim:>6} {refused:>7}  {_snippet(q['question'], 60)}")
 
 
 def _rank_cell(q: dict, mode: str, k: int) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,10 +10,13 @@ from pathlib import Path
 import psycopg
 
 from .articles import canonical_article
+from .act_id import parse_act_id
 from .embedders import Embedder, embedder_from_env
 from .errors import EvalError, UsageError
-from .act_id import parse_act_id
-from .search import MODES, Hit, best_similarity, refusal_threshold, search
+from .refusal import decide
+from .search import MODES, Hit, search
+
+ID_SPLITS = ("all", "odd", "even")
 
 
 @dataclass
@@ -31,7 +35,8 @@ class QuestionResult:
     in_corpus: bool  # every expected act is ingested
     ranks: dict[str, int | None] = field(default_factory=dict)  # mode -> rank of the first gold article
     top_similarity: float | None = None
-    refused: bool | None = None  # by the similarity threshold (hybrid hits)
+    refused: bool | None = None  # by pipeline.refusal.decide on the hybrid hits (as `ask` decides)
+    refusal_reason: str | None = None
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -59,6 +64,30 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
+def select_ids(questions: list[Question], split: str) -> list[Question]:
+    """The odd- or even-numbered questions (by the last number in the id: dev-001 is odd), or all.
+    The dev set is split by this fixed rule: odd ids tune, even ids report (docs/retrieval.md)."""
+    if split not in ID_SPLITS:
+        raise EvalError(f"--ids must be one of {', '.join(ID_SPLITS)}")
+    if split == "all":
+        return questions
+    picked = []
+    for q in questions:
+        m = re.search(r"(\d+)\D*$", q.id)
+        if m is None:
+            raise EvalError(f"question id {q.id!r} has no number to split on")
+        if int(m.group(1)) % 2 == (1 if split == "odd" else 0):
+            picked.append(q)
+    if not picked:
+        raise EvalError(f"no question has an {split} id")
+    return picked
+
+
+def recall_ks(k: int) -> list[int]:
+    """The cut-offs reported: 1, 5, 10 up to k, and k itself."""
+    return sorted({c for c in (1, 5, 10) if c <= k} | {k})
+
+
 def _rank(hits: list[Hit], expect: list[tuple[str, str]]) -> int | None:
     gold = set(expect)
     for i, h in enumerate(hits, start=1):
@@ -68,25 +97,35 @@ def _rank(hits: list[Hit], expect: list[tuple[str, str]]) -> int | None:
 
 
 def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Question], *, k: int = 10,
-             modes: tuple[str, ...] = MODES, threshold: float | None = None) -> dict:
+             modes: tuple[str, ...] = MODES, **search_options) -> dict:
+    """Ranks of the gold article per question and mode, and the refusal `ask` would make.
+    The refusal is always decided on the hybrid hits, searched for it if hybrid is not a mode.
+    ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
     ingested = {r[0] for r in conn.execute("SELECT eli FROM current_versions")}
+    # Without vectors (a text-only evaluation) there is no refusal to report.
+    vectors = conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
+                           (embedder.name,)).fetchone()[0]
     conn.rollback()
-    threshold = refusal_threshold(embedder.name) if threshold is None else threshold
     results = []
     for q in questions:
         r = QuestionResult(q.id, q.question, q.answerable, all(a in ingested for a, _ in q.expect))
+        hybrid_hits = None
         for mode in modes:
-            hits = search(conn, q.question, embedder, k=k, mode=mode)
+            hits = search(conn, q.question, embedder, k=k, mode=mode, **search_options)
             r.ranks[mode] = _rank(hits, q.expect) if q.expect else None
-            if mode == "hybrid" or (mode == modes[0] and "hybrid" not in modes):
-                r.top_similarity = best_similarity(hits)
-                r.refused = r.top_similarity is not None and r.top_similarity < threshold
+            if mode == "hybrid":
+                hybrid_hits = hits
+        if hybrid_hits is None and vectors:
+            hybrid_hits = search(conn, q.question, embedder, k=k, mode="hybrid", **search_options)
+        if hybrid_hits is not None:
+            verdict = decide(hybrid_hits, embedder.name)
+            r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
         results.append(r)
-    return {"k": k, "threshold": threshold, "model": embedder.name, "metrics": metrics(results, modes),
-            "questions": [r.__dict__ for r in results]}
+    return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
+            "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 
-def metrics(results: list[QuestionResult], modes: tuple[str, ...]) -> dict:
+def metrics(results: list[QuestionResult], modes: tuple[str, ...], k: int = 10) -> dict:
     scored = [r for r in results if r.answerable and r.in_corpus]
     out: dict = {"answerable_scored": len(scored),
                  "answerable_not_in_corpus": sum(1 for r in results if r.answerable and not r.in_corpus),
@@ -94,26 +133,28 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...]) -> dict:
     for mode in modes:
         ranks = [r.ranks.get(mode) for r in scored]
         n = len(ranks) or 1
-        out[mode] = {
-            "recall@1": sum(1 for x in ranks if x and x <= 1) / n,
-            "recall@5": sum(1 for x in ranks if x and x <= 5) / n,
-            "recall@10": sum(1 for x in ranks if x and x <= 10) / n,
-            "mrr": sum(1 / x for x in ranks if x) / n,
-        }
+        out[mode] = {f"recall@{c}": sum(1 for x in ranks if x and x <= c) / n for c in recall_ks(k)}
+        out[mode]["mrr"] = sum(1 / x for x in ranks if x) / n
     unanswerable = [r for r in results if not r.answerable]
-    out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) if unanswerable else None
-    out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored else None
+    judged = any(r.refused is not None for r in results)
+    out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) \
+        if unanswerable and judged else None
+    out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored and judged else None
     return out
 
 
-def run(path: Path, *, k: int = 10, modes: tuple[str, ...] = MODES) -> dict:
-    """`pipeline eval`: the question file scored against the current database and embedder."""
+def run(path: Path, *, k: int = 10, modes: tuple[str, ...] = MODES, ids: str = "all", **overrides: object) -> dict:
+    """`pipeline eval`: the question file (or one half of its id split) scored against the current
+    database and embedder; ``overrides`` (fusion, text_weight, vector_weight, fetch_k) replace the
+    model profile's settings for ablations."""
     from .schema import open_current  # alembic loads only when a command needs the database
 
     try:
-        questions = load_questions(path)
+        questions = select_ids(load_questions(path), ids)
     except EvalError as exc:
         raise UsageError(str(exc)) from None
     _, conn = open_current()
     with closing(conn):
-        return evaluate(conn, embedder_from_env(), questions, k=k, modes=modes)
+        report = evaluate(conn, embedder_from_env(), questions, k=k, modes=modes, **overrides)
+    report["ids"] = ids
+    return report

@@ -1,4 +1,5 @@
--- Hybrid search over article chunks: full text (Polish) + vectors, fused by Reciprocal Rank Fusion.
+-- Hybrid search over article chunks: full text (Polish) + vectors, fused by Reciprocal Rank Fusion
+-- or by a convex combination of normalised scores (per model: pipeline/search.py MODEL_PROFILES).
 -- Public interface (README: "Querying with SQL"). Applied by migrations; change only through a new
 -- migration that re-applies this file.
 --
@@ -31,6 +32,10 @@ LANGUAGE sql AS $$
     REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats;
 $$;
 
+-- The fusion parameter was added after 0002 shipped: drop that signature so the two do not overload.
+DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
+                                      double precision, double precision, integer);
+
 CREATE OR REPLACE FUNCTION search_chunks(
     query_text       text,
     query_embedding  vector  DEFAULT NULL,
@@ -43,7 +48,9 @@ CREATE OR REPLACE FUNCTION search_chunks(
     rrf_k            integer DEFAULT 60,
     vector_weight    double precision DEFAULT 1.0,
     text_weight      double precision DEFAULT 1.0,
-    fetch_k          integer DEFAULT NULL
+    fetch_k          integer DEFAULT NULL,
+    fusion           text    DEFAULT 'rrf'  -- rrf: Σ weight / (rrf_k + rank) | convex: Σ weight × score
+                                            -- normalised to [0, 1] within the arm's candidates
 )
 RETURNS TABLE (
     chunk_id    bigint,
@@ -54,7 +61,7 @@ RETURNS TABLE (
     text        text,
     similarity  double precision,  -- cosine similarity of the query vector (vector arm)
     text_score  real,              -- BM25 score of the Polish full-text match (text arm)
-    score       double precision,  -- fused RRF score
+    score       double precision,  -- fused score (RRF or convex, see fusion)
     vector_rank integer,           -- rank in the vector arm (NULL: not among its candidates)
     text_rank   integer,           -- rank in the text arm
     best_similarity double precision  -- the vector arm's best similarity, on every row: what a
@@ -70,6 +77,9 @@ DECLARE
 BEGIN
     IF mode NOT IN ('hybrid', 'vector', 'text') THEN
         RAISE EXCEPTION 'mode must be hybrid, vector or text, not %', mode USING ERRCODE = '22023';
+    END IF;
+    IF fusion NOT IN ('rrf', 'convex') THEN
+        RAISE EXCEPTION 'fusion must be rrf or convex, not %', fusion USING ERRCODE = '22023';
     END IF;
     IF k < 1 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, not %', k USING ERRCODE = '22023';
@@ -149,11 +159,21 @@ BEGIN
                 LIMIT $5
             ) s
         ),
+        -- Normalisers of the convex combination: cosine min-max over the arm's candidates (its
+        -- floor is far above 0 for e5), BM25 over its best (BM25's floor is 0 already).
+        norm AS (
+            SELECT (SELECT min(similarity) FROM vec) AS vmin, (SELECT max(similarity) FROM vec) AS vmax,
+                   (SELECT max(text_score) FROM txt) AS tmax
+        ),
         fused AS (
             SELECT coalesce(v.chunk_id, t.chunk_id) AS chunk_id, v.similarity, t.text_score,
                    v.rnk AS vector_rank, t.rnk AS text_rank,
-                   coalesce($9 / ($8 + v.rnk), 0) + coalesce($10 / ($8 + t.rnk), 0) AS score
-            FROM vec v FULL JOIN txt t ON t.chunk_id = v.chunk_id
+                   CASE WHEN $13 = 'rrf'
+                        THEN coalesce($9 / ($8 + v.rnk), 0) + coalesce($10 / ($8 + t.rnk), 0)
+                        ELSE coalesce($9 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
+                             + coalesce($10 * t.text_score / nullif(n.tmax, 0), 0)
+                   END AS score
+            FROM vec v FULL JOIN txt t ON t.chunk_id = v.chunk_id CROSS JOIN norm n
         ),
         best AS (  -- one hit per article: its best-scoring part
             SELECT DISTINCT ON (c.version_id, c.article)
@@ -171,18 +191,16 @@ BEGIN
         LIMIT $11
     $q$, vec_cast, model)
     USING query_embedding, acts, as_of, include_repealed, n_fetch, mode, tsq,
-          rrf_k::double precision, vector_weight, text_weight, k, terms;
+          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion;
 END
 $fn$;
 
-COMMENT ON FUNCTION search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
-                                  double precision, double precision, integer) IS
-    'Hybrid (RRF) search over current or as-of article chunks; see README "Querying with SQL".';
+-- By name alone: the argument list is written once, above (the old overload is dropped first).
+COMMENT ON FUNCTION search_chunks IS
+    'Hybrid (RRF or convex) search over current or as-of article chunks; see README "Querying with SQL".';
 
 DO $$
 BEGIN
-    EXECUTE format('ALTER FUNCTION search_chunks(text, vector, text, integer, text[], date, boolean, text, integer, '
-                   'double precision, double precision, integer) SET search_path = %I, pg_catalog, pg_temp',
-                   current_schema());
+    EXECUTE format('ALTER FUNCTION search_chunks SET search_path = %I, pg_catalog, pg_temp', current_schema());
 END
 $$;

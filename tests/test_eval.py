@@ -84,7 +84,7 @@ def test_human_table_lists_every_question(corpus_url):
     result = run_cli("eval", str(require_seed()), env={"DATABASE_URL": corpus_url})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == ("11 questions; 7 answerable with their act in the database, "
+    assert lines[0] == ("11 questions (all ids); 7 answerable with their act in the database, "
                         "3 whose act is not ingested (not scored), 1 unanswerable")
     assert [ln.split()[0] for ln in lines[2:5]] == list(MODES)
     rows = {ln.split()[0]: ln.split() for ln in lines if ln.startswith("seed-")}

@@ -20,7 +20,7 @@ from pipeline import db, embed, ingest
 from pipeline.fetch import InvalidActId
 from pipeline.parse import Article
 from pipeline.parse.html import parse_html
-from pipeline.search import TEXT_WEIGHTS, search
+from pipeline.search import profile, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
@@ -209,9 +209,9 @@ def test_modes_fill_their_own_columns(corpus, e5):
 
 
 def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
-    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=30)
+    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=30, fusion="rrf")
     assert len(hits) == 30
-    tw = TEXT_WEIGHTS.get(e5.name, 1.0)  # the model's default weight of the text arm
+    tw = profile(e5.name).text_weight  # the model's default weight of the text arm
     for h in hits:
         expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (tw / (60 + h.text_rank) if h.text_rank else 0)
         assert h.score == pytest.approx(expected, rel=1e-12)
@@ -220,8 +220,28 @@ def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
     # Weights scale each arm's share.
-    weighted = search(corpus, LEAVE_ON_DEMAND, e5, k=10, text_weight=0.0)
+    weighted = search(corpus, LEAVE_ON_DEMAND, e5, k=10, text_weight=0.0, fusion="rrf")
     assert all(h.score == pytest.approx(1 / (60 + h.vector_rank)) for h in weighted if h.vector_rank)
+
+
+def test_convex_fusion_adds_normalised_arm_scores(corpus, e5):
+    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(0 <= h.score <= 1.0 + 1e-9 for h in hits)
+    # The text arm alone: its share is weight × BM25 / the arm's best BM25.
+    text = search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4)
+    tmax = max(h.text_score for h in text)
+    assert all(h.score == pytest.approx(0.4 * h.text_score / tmax, rel=1e-6) for h in text if h.text_score)
+    # The vector arm alone: an increasing affine map of cosine similarity onto [0, weight].
+    vec = [h for h in search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.6,
+                             text_weight=0.0) if h.similarity is not None]
+    assert vec[0].score == pytest.approx(0.6)
+    slope = (vec[0].score - vec[-1].score) / (vec[0].similarity - vec[-1].similarity)
+    assert slope > 0
+    for h in vec:
+        assert h.score == pytest.approx(vec[0].score - slope * (vec[0].similarity - h.similarity), abs=1e-6)
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        search(corpus, LEAVE_ON_DEMAND, e5, fusion="sum")
 
 
 def test_one_row_per_article(corpus, e5):
@@ -243,11 +263,14 @@ def test_one_row_per_article(corpus, e5):
          "query vector has 3 dimensions, model multilingual-e5-small has 384"),
         (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"),
          "no embeddings for model no-such-model (run pipeline embed)"),
+        (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, None, "sum"),
+         "fusion must be rrf or convex, not sum"),
     ],
 )
 def test_bad_arguments_raise_clear_sql_errors(corpus, args, message):
+    sql = SEARCH_SQL if len(args) == 8 else SEARCH_SQL.replace("%s)", "%s, %s, %s, %s, %s, %s)")
     with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
-        corpus.execute(SEARCH_SQL, args)
+        corpus.execute(sql, args)
     corpus.rollback()
     assert info.value.diag.message_primary == message
 
