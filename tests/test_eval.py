@@ -104,7 +104,8 @@ def test_gold_article_is_in_the_hybrid_top_5(report, qid):
 
 
 def test_human_table_lists_every_question(stand_in_corpus_url, embedding_stand_in):
-    result = run_cli("eval", str(require_seed()), env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
+    result = run_cli("eval", str(require_seed()),
+                     env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == ("11 questions; 7 answerable with their act in the database, "
