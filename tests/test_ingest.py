@@ -94,6 +94,7 @@ def _stored_numbers(url: str, eli: str) -> list[str]:
 
 # --- 1. the whole mirror, offline, through the CLI --------------------------------------------
 
+@pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_every_act_with_text_ingests_and_metadata_only_acts_fail_cleanly(corpus: CorpusRun) -> None:
     acts = _acts_with_text()
     assert len(acts) == 29  # 19 HTML + 10 PDF; with the two metadata-only ones, 31 act folders
@@ -130,6 +131,7 @@ def test_every_act_with_text_ingests_and_metadata_only_acts_fail_cleanly(corpus:
         ]
 
 
+@pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_consolidated_html_takes_the_articles_of_its_annex(corpus: CorpusRun) -> None:
     numbers = _stored_numbers(corpus.url, PATIENT_RIGHTS)
     assert len(numbers) == 98
@@ -144,11 +146,13 @@ def test_consolidated_html_takes_the_articles_of_its_annex(corpus: CorpusRun) ->
     assert base == PATIENT_RIGHTS  # the reconstructed meta names no base act
 
 
+@pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_article_sequence_is_clean_as_stored(corpus: CorpusRun) -> None:
     problems = {act: check_sequence(_stored_numbers(corpus.url, act)) for act in _acts_with_text()}
     assert {act: p for act, p in problems.items() if p} == {}
 
 
+@pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_show_prints_an_article_by_any_spelling_of_its_number(corpus: CorpusRun) -> None:
     env = {"DATABASE_URL": corpus.url}
     for spelling in ("151^1", "151¹", "art. 151^1", "Art. 151^1."):
@@ -429,6 +433,7 @@ def test_a_lost_database_connection_is_recorded_as_a_failed_run(scratch_url: str
 
 # --- 1 (end). the identical rerun, started in the background by the fixture ---------------------
 
+@pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_second_identical_run_changes_nothing(corpus: CorpusRun) -> None:
     assert corpus.rerun.wait(timeout=600) == 1, corpus.rerun_err.read_text()
     report = json.loads(corpus.rerun_out.read_text())

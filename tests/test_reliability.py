@@ -493,11 +493,13 @@ def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], l
     assert sum(row["killed"] for row in NOTES[f"kill -9 ({label})"][1:]) >= len(points) - 2  # the points did land
 
 
+@pytest.mark.slow  # 15 ingest runs killed and rerun
 def test_kill_9_during_ingest_then_rerun_completes_without_duplicates(scratch_url: str) -> None:
     require_mirror()
     _kill_run(scratch_url, KILL_ACTS, {"DATABASE_URL": scratch_url}, KILL_POINTS, "no embedding", None)
 
 
+@pytest.mark.slow  # 10 ingest runs killed, rerun and drained
 def test_kill_9_during_ingest_with_embedding_then_rerun_and_embed_complete(scratch_url: str) -> None:
     require_mirror()
     with OllamaStandIn({"bge-m3": 1024}) as ollama:
@@ -729,6 +731,7 @@ def fresh_home():
     shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.slow  # a new embedded server and the real local model
 def test_doctor_on_a_healthy_embedded_setup_has_no_failures(fresh_home: Path) -> None:
     # No DATABASE_URL: the embedded server in a new PIPELINE_HOME, as a first-time user has it; the local model.
     env = {"PIPELINE_HOME": str(fresh_home)}

