@@ -16,6 +16,7 @@ import pytest
 
 from conftest import create_database, run_cli
 from pipeline import embed, schema
+from pipeline.errors import EmbedderError
 
 TABLES = {"acts", "act_versions", "articles", "chunks", "embeddings", "embedding_models", "embedding_queue",
           "ingest_runs", "thesaurus"}
@@ -68,7 +69,7 @@ def test_vector_extension_and_per_model_hnsw_index(conn):
             "EXPLAIN SELECT content_sha256 FROM embeddings WHERE model = 'test-model' "
             "ORDER BY embedding::vector(8) <=> %s::vector(8) LIMIT 5", (rng.standard_normal(8).astype(np.float32),)))
     assert space.index_name in plan
-    with pytest.raises(ValueError, match="dimensions"):
+    with pytest.raises(EmbedderError, match="registered with 8 dimensions but the embedder gives 16"):
         embed.ensure_space(conn, "test-model", 16, "local")
 
 
