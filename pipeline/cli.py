@@ -256,12 +256,13 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     if found["repealed"]:
         head += " [uchylony]"
     click.echo(head)
-    if found["currency"]:
-        click.echo(f"Aktualność: {found['currency']['note']}")
     if found["heading_path"]:
         click.echo(" / ".join(found["heading_path"]))
     click.echo()
     click.echo(found["text"])
+    if found["currency"]:  # after the text: the head, headings and text keep their lines for scripts
+        click.echo()
+        click.echo(f"Aktualność: {found['currency']['note']}")
 
 
 # --- search / ask --------------------------------------------------------------------------------
