@@ -137,6 +137,10 @@ def test_wheel_in_a_fresh_venv_runs_the_main_job_from_any_folder(tmp_path, serve
     status = json.loads(run("db", "status", "--json").stdout)
     assert status["migration"] == status["migration_head"] == schema.head_revision()
 
-    ask = run("ask", "--offline", "Kto prowadzi rejestr danych?", "--act", "DU/2026/548")
+    # The main job's last step: retrieval over what was just ingested and an answer (or a refusal: that
+    # threshold is retrieval's business, tested elsewhere), all from the wheel's code and SQL.
+    ask = run("ask", "--offline", "--json", "Który organ prowadzi pojedynczy punkt informacyjny?", "--act", "DU/2026/548")
     assert ask.returncode == 0, ask.stderr
-    assert "DU/2026/548" in ask.stdout
+    answer = json.loads(ask.stdout)
+    assert answer["fragments"] and {f["act"] for f in answer["fragments"]} == {"DU/2026/548"}
+    assert answer["refused"] or "DU/2026/548" in answer["answer"]
