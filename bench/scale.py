@@ -662,14 +662,16 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
         log(f"[build {n}] HNSW vector(384) index (embed.ensure_space, maintenance_work_mem "
             f"{args.maintenance_work_mem}, {args.parallel_workers} parallel workers) ...")
         t0 = time.perf_counter()
-        space = embed.ensure_space(conn, MODEL, DIM, "local")
+        with IndexProgress(url, n, args.progress_every):
+            space = embed.ensure_space(conn, MODEL, DIM, "local")
         done("hnsw_vector", time.perf_counter() - t0, index=space.index_name,
              maintenance_work_mem=args.maintenance_work_mem, parallel_workers=args.parallel_workers)
     if "hnsw_halfvec" not in phases and not args.no_halfvec:
         log(f"[build {n}] HNSW halfvec(384) expression index ...")
         t0 = time.perf_counter()
-        conn.execute(f'CREATE INDEX IF NOT EXISTS "{halfvec_index}" ON embeddings USING hnsw '
-                     f"((embedding::halfvec({DIM})) halfvec_cosine_ops) WHERE model = '{MODEL}'")
+        with IndexProgress(url, n, args.progress_every):
+            conn.execute(f'CREATE INDEX IF NOT EXISTS "{halfvec_index}" ON embeddings USING hnsw '
+                         f"((embedding::halfvec({DIM})) halfvec_cosine_ops) WHERE model = '{MODEL}'")
         done("hnsw_halfvec", time.perf_counter() - t0, index=halfvec_index,
              maintenance_work_mem=args.maintenance_work_mem, parallel_workers=args.parallel_workers)
     conn.execute("ANALYZE embeddings")
@@ -681,6 +683,41 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
         + ", ".join(f"{r['name']} {mib(r['total_bytes'] if r['kind'] != 'index' else r['bytes'])}"
                     for r in sizes[:8]))
     conn.close()
+
+
+class IndexProgress:
+    """Log pg_stat_progress_create_index while an index builds (an HNSW build at 1M takes a while)."""
+
+    def __init__(self, url: str, n: int, every: float):
+        self.url, self.n, self.every = url, n, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def run(self) -> None:
+        import psycopg
+
+        t0 = time.perf_counter()
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                while not self.stop.wait(self.every):
+                    row = conn.execute(
+                        "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE datname = current_database()").fetchone()
+                    if row:
+                        phase, td, tt, bd, bt = row
+                        done = f"{td:,}/{tt:,} tuples" if tt else (f"{bd:,}/{bt:,} blocks" if bt else "")
+                        log(f"[build {self.n}] index: {phase} {done} ({hms(time.perf_counter() - t0)}, "
+                            f"load avg {os.getloadavg()[0]:.1f})")
+        except Exception as exc:  # progress is a nicety; never fail the build on it
+            log(f"[build {self.n}] (index progress unavailable: {exc})")
 
 
 def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> None:
@@ -703,7 +740,7 @@ def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> N
     start_chunks, finished, acts_done = done_chunks, 0, len(have)
     sums = {"gen_s": 0.0, "articles_s": 0.0, "chunks_s": 0.0, "embeddings_s": 0.0, "commit_s": 0.0}
     prior_wall = get_state(conn, "load_wall_s") or 0
-    error = None
+    error, ok = None, False
     try:
         while finished < workers:
             try:
@@ -738,12 +775,13 @@ def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> N
                     f"load avg {os.getloadavg()[0]:.1f}")
                 last_print = now
                 set_state(conn, "load_wall_s", prior_wall + now - t0)
+        ok = error is None
     finally:
         set_state(conn, "load_wall_s", prior_wall + time.perf_counter() - t0)
         for p in procs:
-            p.join(timeout=30 if error is None else 5)
-            if p.is_alive():
+            if not ok:  # interrupted or failed: their current act rolls back, rerunning resumes
                 p.terminate()
+            p.join(timeout=30)
     if error:
         raise SystemExit(f"[build {n}] load failed: {error} (rerun to resume)")
     missing = len(plan) - conn.execute("SELECT count(*) FROM bench_scale_acts").fetchone()[0]
@@ -800,7 +838,7 @@ def query_vectors(work: Path, url: str, texts: list[str]) -> np.ndarray:
 
 # --- measure -----------------------------------------------------------------------------------
 
-SEARCH = ("SELECT chunk_id FROM search_chunks(%(q)s, %(v)s, %(m)s, %(k)s, mode => %(mode)s, "
+SEARCH = ("SELECT * FROM search_chunks(%(q)s, %(v)s, %(m)s, %(k)s, mode => %(mode)s, "
           "fetch_k => %(fk)s)")
 
 
