@@ -681,7 +681,7 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
     set_state(conn, "done", {"at": dt.datetime.now().isoformat(timespec="seconds")})
     log(f"[build {n}] done ({time.perf_counter() - began:.0f} s this run); database {mib(db_bytes)}; "
         + ", ".join(f"{r['name']} {mib(r['total_bytes'] if r['kind'] != 'index' else r['bytes'])}"
-                    for r in sizes[:8]))
+                    for r in sizes if r["total_bytes"] >= 2**20))
     conn.close()
 
 
@@ -1075,17 +1075,26 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     res["latency_ms"] = {name: lat_summary(xs) for name, xs in lat.items()}
     truth = got["exact vector (no index)"]
     res["recall"] = {}
+    per_query: list[dict] = [{"q": t, **{f"{name} ms": round(xs[i] * 1000, 2) for name, xs in lat.items()}}
+                             for i, t in enumerate(texts)]
     for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
         if name in got:
-            r = [x for x in (recall(a, t) for a, t in zip(got[name], truth)) if x is not None]
+            each = [recall(a, t) for a, t in zip(got[name], truth)]
+            for pq, x in zip(per_query, each):
+                pq[f"recall {name}"] = x
+            r = [x for x in each if x is not None]
             res["recall"][name] = statistics.mean(r) if r else None
     if has_exact_text:
-        r = [x for x in (recall(a, t) for a, t in zip(got["text"], text_truth)) if x is not None]
+        each = [recall(a, t) for a, t in zip(got["text"], text_truth)]
+        for pq, x in zip(per_query, each):
+            pq["recall text"] = x
+        r = [x for x in each if x is not None]
         res["recall"]["text"] = statistics.mean(r) if r else None
         res["text_queries_with_matches"] = len(r)
     else:
         res["recall"]["text"] = None
         res["text_recall_skipped"] = "text_search_exact(text, integer) is not in this schema"
+    res["per_query"] = per_query
     conn.close()
     log(f"[measure {n}] qps: {args.clients} clients, hybrid, {args.qps_seconds:.0f} s ...")
     res["qps"] = qps(url, texts, vecs, args.clients, args.qps_seconds)
@@ -1136,7 +1145,7 @@ def table(results: list[dict]) -> str:
                       ("text only", "text"), ("vector, fetch_k 100 (ef_search 100)", "vector ef_search 100"),
                       ("vector, halfvec index", "vector halfvec"),
                       ("vector, halfvec, ef_search 100", "vector halfvec ef_search 100"),
-                      ("exact vector search (index scans off)", "exact vector (no index)"),
+                      ("exact vector search (index scans off, fetch_k 100)", "exact vector (no index)"),
                       ("text_search_exact (exact BM25)", "text_search_exact")):
         row(name, lambda r, key=key: fmt_lat(r["latency_ms"].get(key)))
     for name, key in (("recall@10 vector, ef_search 40 (default)", "vector"),
