@@ -5,6 +5,7 @@
     python bench/scale.py measure --sizes 10000 100000 1000000   # figures, one table, sizes side by side
     python bench/scale.py run --sizes 10000                      # build + measure
     python bench/scale.py status | report                        # where each build stands | last figures
+    python bench/scale.py source-recall                          # HNSW recall on the real database itself
 
 Source: a real database of the whole mirror (default PIPELINE_HOME=/work/evaldb/home, read only),
 exported once to WORK/source/ (chunk texts, articles, acts, and their multilingual-e5-small vectors).
@@ -1097,6 +1098,23 @@ def measure(args, admin_url: str, n: int) -> dict | None:
                 pq[f"recall {name}"] = x
             r = [x for x in each if x is not None]
             res["recall"][name] = statistics.mean(r) if r else None
+    # Each real chunk has ~n/10k variants, close to each other: the exact top 10 may be variants of a
+    # few real chunks and the index may return other variants of the same ones. Recall by source
+    # chunk (a variant counts as the real chunk it was made from) tells that from finding other content.
+    ids = sorted({c for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100",
+                                 "exact vector (no index)") if name in got for ids_ in got[name] for c in ids_})
+    source_of = dict((r[0], (r[1], r[2], r[3])) for r in conn.execute(
+        "SELECT c.chunk_id, b.source_eli, c.article, c.part FROM chunks c JOIN act_versions v USING (version_id) "
+        "JOIN bench_scale_acts b ON b.eli = v.eli WHERE c.chunk_id = ANY(%s)", (ids,)))
+    res["recall_by_source"] = {}
+    for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
+        if name in got:
+            each = [recall(list({source_of.get(c) for c in a}), list({source_of.get(c) for c in t}))
+                    for a, t in zip(got[name], truth)]
+            for pq, x in zip(per_query, each):
+                pq[f"recall by source {name}"] = x
+            r = [x for x in each if x is not None]
+            res["recall_by_source"][name] = statistics.mean(r) if r else None
     if has_exact_text:
         each = [recall(a, t) for a, t in zip(got["text"], text_truth)]
         for pq, x in zip(per_query, each):
@@ -1120,6 +1138,44 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     write_atomic(out, json.dumps(res, indent=1, default=str).encode())
     log(f"[measure {n}] saved {out}")
     return res
+
+
+def source_recall(args) -> dict:
+    """HNSW recall@10 of the bare index scan on the REAL database (read only), against exact numpy
+    search over its vectors, for the same queries: what the synthetic sizes are compared with."""
+    from pipeline import db
+
+    url = source_url(args)
+    texts = query_texts(args.eval, args.queries)
+    conn = db.connect(url, autocommit=True)
+    conn.execute("SET default_transaction_read_only = on")
+    if not conn.execute("SELECT 1 FROM pg_indexes WHERE tablename = 'embeddings' AND indexdef LIKE '%%hnsw%%'").fetchone():
+        raise SystemExit("source-recall: the source database has no HNSW index on embeddings")
+    vecs = query_vectors(args.work, url, texts)
+    rows = conn.execute("SELECT content_sha256, embedding FROM embeddings WHERE model = %s", (MODEL,)).fetchall()
+    sha = np.asarray([r[0] for r in rows])
+    x = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)
+    sims = vecs @ x.T
+    truth = [set(sha[np.argsort(-row)[:K]]) for row in sims]
+    top = -np.sort(-sims, axis=1)
+    out = {"url": url, "vectors": len(sha), "queries": len(texts),
+           "similarity": {"#1": float(top[:, 0].mean()), "#10": float(top[:, K - 1].mean()),
+                          "#100": float(top[:, 99].mean()), "all": float(sims.mean())}, "recall": {}}
+    for ef in (40, 100, 200, 400):
+        conn.execute(f"SET hnsw.ef_search = {ef}")
+        r = []
+        for q, t in zip(vecs, truth):
+            got = conn.execute(f"SELECT content_sha256 FROM embeddings WHERE model = %s "
+                               f"ORDER BY embedding::vector({DIM}) <=> %s::vector({DIM}) LIMIT {K}", (MODEL, q)).fetchall()
+            r.append(len({g[0] for g in got} & t) / K)
+        out["recall"][ef] = statistics.mean(r)
+    conn.close()
+    write_atomic(args.work / "results" / "source-recall.json", json.dumps(out, indent=1).encode())
+    log(f"source-recall: real mirror, {len(sha)} vectors, {len(texts)} queries; mean similarity of the "
+        f"#1 / #10 / #100 neighbour {out['similarity']['#1']:.3f} / {out['similarity']['#10']:.3f} / "
+        f"{out['similarity']['#100']:.3f}, of all {out['similarity']['all']:.3f}; bare HNSW scan recall@10 at "
+        "ef_search " + ", ".join(f"{ef}: {r:.3f}" for ef, r in out["recall"].items()))
+    return out
 
 
 # --- report ------------------------------------------------------------------------------------
@@ -1165,7 +1221,13 @@ def table(results: list[dict]) -> str:
                       ("recall@10 vector, ef_search 100", "vector ef_search 100"),
                       ("recall@10 halfvec, ef_search 40", "vector halfvec"),
                       ("recall@10 halfvec, ef_search 100", "vector halfvec ef_search 100"),
+                      ("recall@10 vector by source chunk (a variant counts as its real chunk), ef_search 40",
+                       "by source: vector"),
+                      ("recall@10 vector by source chunk, ef_search 100", "by source: vector ef_search 100"),
                       ("recall@10 text arm vs text_search_exact", "text")):
+        if key.startswith("by source: "):
+            row(name, lambda r, key=key[11:]: fmt_num(r.get("recall_by_source", {}).get(key)))
+            continue
         row(name, lambda r, key=key: fmt_num(r["recall"].get(key)) if r["recall"].get(key) is not None
             else ("skipped: no text_search_exact" if key == "text" and r.get("text_recall_skipped") else "-"))
     row("QPS, 8 clients, hybrid (p50 ms under load)",
@@ -1228,6 +1290,12 @@ def facts(results: list[dict]) -> str:
 
 def report(results: list[dict], work: Path) -> str:
     text = facts(results) + "\n\n" + table(results)
+    real = work / "results" / "source-recall.json"
+    if real.exists():
+        sr = json.loads(real.read_text())
+        text += ("\n\nThe real mirror itself (source-recall: its {vectors:,} real vectors, {queries} queries, bare "
+                 "HNSW scan vs exact): recall@10 at ef_search ".format(**sr)
+                 + ", ".join(f"{ef}: {r:.3f}" for ef, r in sr["recall"].items()) + ".")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     write_atomic(work / "results" / f"table-{stamp}.md", (text + "\n").encode())
     write_atomic(work / "results" / f"run-{stamp}.json", json.dumps(results, indent=1, default=str).encode())
@@ -1269,7 +1337,7 @@ def status(admin_url: str, sizes: list[int]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report"))
+    ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -1304,6 +1372,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "export":
         export(args)
+        return 0
+    if args.command == "source-recall":
+        source_recall(args)
         return 0
     if args.command == "report":
         res = latest_results(args.work, args.sizes)
