@@ -631,6 +631,7 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
                          f"--vector-cos differ: {info['fingerprint']} vs {fp}); --fresh to rebuild it from scratch")
     if not info:
         set_state(conn, "plan", {"fingerprint": fp, "seed": args.seed, "vector_cos": args.vector_cos,
+                                 "revision": schema.current_revision(conn),
                                  "acts": len(plan), "chunks": n,
                                  "source": src.manifest, "started_at": dt.datetime.now().isoformat(timespec="seconds")})
         if src.manifest.get("partial"):
@@ -1027,19 +1028,30 @@ def ingest_check(args, admin_url: str, url: str, n: int) -> dict:
 
 
 def measure(args, admin_url: str, n: int) -> dict | None:
-    from pipeline import db
+    from pipeline import db, schema
 
     url = size_db(admin_url, n, create=False)
     if url is None:
         log(f"[measure {n}] no database scale_{n}: build it first")
         return None
+    # Every size is measured on this code's schema: a database built before a migration (e.g. one
+    # that adds postings) is upgraded the way the product upgrades a user's database.
+    with db.connect(url, autocommit=True) as conn:
+        before = schema.current_revision(conn)
+    t0 = time.perf_counter()
+    schema.ensure_current(url)
     conn = db.connect(url, autocommit=True)
+    revision = schema.current_revision(conn)
+    if revision != before:
+        log(f"[measure {n}] migrated scale_{n} from {before} to {revision} ({time.perf_counter() - t0:.0f} s)")
     if get_state(conn, "done") is None:
         log(f"[measure {n}] the build of scale_{n} is not finished: run build (it resumes) first")
         conn.close()
         return None
     res: dict = {"size": n, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
                  "load_start": os.getloadavg(), "machine": machine_facts(conn)}
+    res["schema"] = {"revision": revision, "interface_sha256": schema.applied_interface(conn),
+                     "built_at_revision": (get_state(conn, "plan") or {}).get("revision", before)}
     res["plan"] = get_state(conn, "plan")
     res["build"] = get_state(conn, "phases")
     res["sizes"] = get_state(conn, "sizes")
@@ -1209,6 +1221,9 @@ def table(results: list[dict]) -> str:
                                              f"{r['counts']['articles']:,}")
     row("source export", lambda r: "PARTIAL ({embedded}/{chunks} real vectors)".format(**r["plan"]["source"])
         if r["plan"]["source"].get("partial") else f"complete ({r['plan']['source']['chunks']:,} chunks)")
+    row("schema (alembic revision)", lambda r: r["schema"]["revision"] + (
+        f" (built at {r['schema']['built_at_revision']})"
+        if r["schema"]["built_at_revision"] not in (None, r["schema"]["revision"]) else ""))
     row("queries (eval questions + their sentences)", lambda r: str(r["queries"]))
     for name, key in (("hybrid, ms p50 / p95 / p99", "hybrid"), ("vector only", "vector"),
                       ("text only", "text"), ("vector, fetch_k 100 (ef_search 100)", "vector ef_search 100"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,11 @@ _PATH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
 _spec = importlib.util.spec_from_file_location("bench_scale", _PATH)
 scale = importlib.util.module_from_spec(_spec)
 sys.modules["bench_scale"] = scale  # dataclasses look their module up
+_env = dict(os.environ)
 _spec.loader.exec_module(scale)
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # the script pins them; other tests must not see it
+    if _name not in _env:
+        os.environ.pop(_name, None)
 
 TEXTS = [
     "Art. 1. § 1. Pracodawca jest obowiązany udzielić pracownikowi urlopu wypoczynkowego w wymiarze 20 dni. "
