@@ -23,6 +23,7 @@ from .embed import ProgressFactory, drain_queue
 from .embedders import embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act
 from .parse import ParsedAct, ParseError, looks_like_pdf
+from .parse import cache as parse_cache
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
 
@@ -48,7 +49,22 @@ class IngestResult:
         return asdict(self)
 
 
-def parse_text(data: bytes, fmt: str) -> ParsedAct:
+def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None = None,
+               label: str = "") -> ParsedAct:
+    """Parse a PDF or HTML text, or take an earlier parse of the same bytes by the same parser."""
+    sha = hashlib.sha256(data).hexdigest()
+    if (parsed := parse_cache.load(sha, fmt)) is not None:
+        if progress:
+            progress(f"{label}: {fmt.upper()} parsed before (cache)")
+        return parsed
+    if progress:
+        progress(f"{label}: parsing {fmt.upper()}")
+    parsed = _parse(data, fmt)
+    parse_cache.save(sha, fmt, parsed)
+    return parsed
+
+
+def _parse(data: bytes, fmt: str) -> ParsedAct:
     if fmt == "pdf":
         return parse_pdf(data)
     if fmt == "html":
@@ -128,10 +144,9 @@ def ingest_act(
     def work() -> IngestResult:
         fetched = fetch_act(act_id, client=client, archive_dir=archive_dir, offline=offline,
                             source_dir=source_dir, progress=progress)
-        if progress:
-            progress(f"{act_id}: parsing {fetched.format.upper()}")
+        parsed = parse_text(fetched.text, fetched.format, progress=progress, label=str(act_id))
         return ingest_document(conn, fetched.meta, fetched.text, fetched.format,
-                               model=model, max_chars=max_chars, overlap=overlap)
+                               model=model, max_chars=max_chars, overlap=overlap, parsed=parsed)
 
     source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
     return _logged_run(conn, url, str(act_id), source, work)

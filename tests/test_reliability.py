@@ -441,6 +441,8 @@ def _run_and_kill(args: list[str], env: dict, point: tuple, jitter: float, url: 
 def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], label: str,
               embed_model: str | None) -> None:
     args = _ingest_args(acts, embed_model is not None)
+    # Every run parses for real: the kill points land inside the parses (a cached parse is instant).
+    env = {**env, "PIPELINE_PARSE_CACHE": "off"}
     # A clean reference run: its counts are what every interrupted-then-rerun database must hold.
     truncate(url)
     t0 = time.monotonic()
