@@ -10,6 +10,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from . import db
+from .redact import redact_url
 from .resources import MIGRATIONS_DIR, SQL_DIR
 
 # The public SQL interface (README "Querying with SQL"): idempotent files applied in this order after
@@ -79,8 +80,29 @@ def _reachable(url: str) -> None:
     db.connect(url, autocommit=True).close()
 
 
+def _writable(url: str) -> None:
+    """DatabaseError naming the cause when the server is read-only (a hot standby, or read-only by
+    default), before a migration fails there on its first statement ("cannot execute ALTER TEXT
+    SEARCH CONFIGURATION in a read-only transaction"). Migrations run on the primary only; a
+    standby gets them by replaying its WAL."""
+    with db.connect(url, autocommit=True) as conn:
+        standby, read_only = conn.execute(
+            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+        if not (standby or read_only):
+            return
+        have = f"revision {current_revision(conn) or 'none'}, SQL interface {(applied_interface(conn) or 'none')[:12]}"
+    want = f"revision {head_revision()}, SQL interface {interface_sql()[1][:12]}"
+    what = "a read-only standby (in recovery)" if standby else "read-only (transaction_read_only is on)"
+    raise db.DatabaseError(
+        f"the database at {redact_url(url)} is {what}, so its schema cannot be migrated here: it has {have}, "
+        f"this pipeline needs {want}; run `pipeline db upgrade` against the primary (and wait for the "
+        "standby to replay it), or use a pipeline of the version the primary was migrated with"
+    )
+
+
 def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) -> None:
     _reachable(url)
+    _writable(url)
     command.upgrade(_config(url), revision)
     if revision == "head":
         from . import thesaurus
@@ -93,11 +115,13 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
 
 def downgrade(url: str, revision: str) -> None:
     _reachable(url)
+    _writable(url)
     command.downgrade(_config(url), revision)
 
 
 def ensure_current(url: str) -> None:
-    """Upgrade to head when behind (cheap check first: one query)."""
+    """Upgrade to head when behind (cheap check first: one query). At head nothing is written, so a
+    read-only standby serves reads; behind, a standby is a DatabaseError that says to migrate the primary."""
     with db.connect(url, autocommit=True) as conn:
         if current_revision(conn) == head_revision() and applied_interface(conn) == interface_sql()[1]:
             return
