@@ -33,7 +33,7 @@ def test_second_parse_of_the_same_bytes_comes_from_the_cache(cache: Path) -> Non
     raw["articles"][0]["text"] += " [from the cache]"
     entry.write_text(json.dumps(raw, ensure_ascii=False))
     second = parse_text(data, fmt, progress=lines.append, label=ACT)
-    assert lines == [f"{ACT}: parsing HTML", f"{ACT}: HTML parsed before (cache)"]
+    assert lines == [f"{ACT}: parsing HTML", f"{ACT}: HTML already parsed (cache)"]
     assert second.articles[0].text == first.articles[0].text + " [from the cache]"
     assert [a.number for a in second.articles] == [a.number for a in first.articles]
     assert (second.title, second.source_format, second.warnings) == (first.title, first.source_format, first.warnings)
@@ -89,6 +89,21 @@ def test_cli_reingest_of_unchanged_bytes_does_not_parse(scratch_url: str, tmp_pa
     first = run_cli(*args, env=env)
     second = run_cli(*args, env=env)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-    assert f"{ACT}: parsing HTML" in first.stderr and "parsed before (cache)" not in first.stderr
-    assert f"{ACT}: HTML parsed before (cache)" in second.stderr and "parsing HTML" not in second.stderr
+    assert f"{ACT}: parsing HTML" in first.stderr and "already parsed (cache)" not in first.stderr
+    assert f"{ACT}: HTML already parsed (cache)" in second.stderr and "parsing HTML" not in second.stderr
     assert "unchanged" in second.stderr + second.stdout
+
+
+def test_parsing_ahead_in_workers_stores_what_one_process_stores(scratch_url: str, tmp_path: Path) -> None:
+    acts = ["DU/2026/548", "DU/2023/1465", "DU/2024/1513"]  # a PDF, a metadata-only act, an HTML act
+    base = ["ingest", "--source", str(ELI_MIRROR), *[f"--act={a}" for a in acts], "--no-embed", "--json",
+            "--archive", str(tmp_path / "dane")]
+    alone = run_cli(*base, "--jobs", "1", env={"DATABASE_URL": scratch_url, parse_cache.ENV: "off"})
+    ahead = run_cli(*base, "--jobs", "2", env={"DATABASE_URL": scratch_url, parse_cache.ENV: str(tmp_path / "c")})
+    assert alone.returncode == ahead.returncode == 1, alone.stderr + ahead.stderr  # the metadata-only act
+    first, second = json.loads(alone.stdout)["acts"], json.loads(ahead.stdout)["acts"]
+    assert [r["status"] for r in first] == ["new", "failed", "new"]
+    # The same articles (the text hash of each version): the workers' parses are the parses.
+    assert [r["status"] for r in second] == ["unchanged", "failed", "unchanged"]
+    assert first[1]["error"] == second[1]["error"]
+    assert len(_entries(tmp_path / "c")) == 2  # both texts were parsed by the workers into the cache
