@@ -43,6 +43,13 @@ def test_every_frozen_sql_file_is_pinned_by_its_revision():
         assert digest in source, f"{path} was edited after revision {rev} shipped (its sha256 is not pinned there)"
 
 
+def test_cheap_head_revision_is_alembics_head():
+    from alembic.script import ScriptDirectory
+
+    assert schema.head_revision() == ScriptDirectory.from_config(schema._config("")).get_current_head()
+    assert schema.head_revision() == max(_revision_files())
+
+
 def test_no_revision_reads_the_editable_public_sql():
     # A revision that read sql/*.sql would change behaviour whenever the public interface is edited.
     for path in _revision_files().values():
