@@ -65,18 +65,21 @@ $$;
 
 -- The full-text arm of search_chunks(): the n best chunks by BM25 among the chunks of the selected
 -- versions.
--- Index path: the candidates are the n_postings highest-impact postings of each query lexeme
--- (postings_impact_idx, index-only), so its cost follows n_postings and not the corpus; a lexeme in
--- at most n_postings chunks contributes all of them. The candidates that pass the filters are scored
--- exactly, from their tsvectors and the current statistics. A chunk is missed only when none of the
--- query's lexemes ranks it among its n_postings best, which costs little recall (measured against
--- text_search_exact(): docs/benchmarks-search.md).
--- Scan path: every chunk of the selected versions that holds an informative query lexeme; taken for
--- an acts filter (its chunks are few, found through chunks_version_idx, while most candidates of the
--- whole corpus would fail it), and when fewer than n candidates passed the filters (e.g. as_of an
--- old text) while some lexeme had more postings than were read.
--- n_postings = max(25 n, 1000) (docs/benchmarks-search.md); a session may override it for
--- measurements with SET pipeline.postings_per_lexeme = N.
+-- Index path, in two steps. 1. Read the n_postings highest-impact postings of each query lexeme
+-- (postings_impact_idx, index-only; a lexeme in at most n_postings chunks gives all of them) and rank
+-- their chunks by Σ idf × impact, about a lower bound of BM25 (it lacks the lexemes a chunk holds
+-- below the lists' cut; impacts carry the average length of when they were written). 2. Score the
+-- best n_scored of them that pass the filters exactly, from their tsvectors and the current
+-- statistics. Cost: index entries and n_scored chunk rows, where a scan reads every matching chunk.
+-- A chunk is missed when every list of its lexemes cuts it off, or its bound ranks it below the
+-- n_scored best. n_postings is 1 % of the chunks (at least 25 n): recall depends on the share of a
+-- list that is read, so a fixed number would lose recall as the corpus grows (docs/benchmarks-search.md);
+-- a session may override it for measurements with SET pipeline.postings_per_lexeme = N.
+-- Scan path: every chunk of the selected versions that holds an informative query lexeme (any query
+-- lexeme, when fewer than n do). Taken for an acts filter (its chunks are few, found through
+-- chunks_version_idx, while most candidates of the whole corpus would fail it), and when fewer than
+-- n candidates pass the filters (e.g. as_of an old text) while some lexeme had more postings than
+-- were read.
 CREATE OR REPLACE FUNCTION search_text_arm(terms text[], acts text[], as_of date, include_repealed boolean,
                                            n integer)
 RETURNS TABLE (chunk_id bigint, text_score real)
@@ -84,25 +87,30 @@ LANGUAGE plpgsql STABLE
 SET plan_cache_mode = force_custom_plan  -- plans fit the arrays they get (one version or thousands)
 AS $fn$
 DECLARE
-    n_postings constant integer := greatest(1, coalesce(
-        nullif(current_setting('pipeline.postings_per_lexeme', true), '')::integer, greatest(25 * n, 1000)));
+    n_postings integer := nullif(current_setting('pipeline.postings_per_lexeme', true), '')::integer;
+    n_scored   integer := 25 * n;
     lexemes    text[];
     lexeme_ids integer[];
     idfs       double precision[];
     avg_length double precision;
     cut        boolean;  -- some lexeme has more postings than the index path reads
-    tsq        tsquery;
+    tsq        tsquery;  -- the informative lexemes
+    tsq_all    tsquery;
     versions   bigint[];
+    ranked     bigint[];
     ids        bigint[];
 BEGIN
+    SELECT CASE WHEN n_postings IS NULL THEN greatest(25 * n, ceil(g.chunks / 100)::integer)
+                ELSE greatest(n_postings, 1) END
+    INTO n_postings FROM corpus_stats g;
     SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(bm25_idf(l.ndoc, g.chunks)), min(g.avg_length),
            bool_or(l.ndoc > n_postings),
            -- The scan's candidates come from the informative lexemes only: one in more than a tenth
            -- of all chunks ("dzień", "pracownik") would make nearly every chunk a candidate, while
            -- alone it could never lift one into the top n. It still counts in the score of the others.
-           coalesce(string_agg(quote_literal(l.lexeme), ' | ') FILTER (WHERE l.ndoc <= 0.1 * g.chunks),
-                    string_agg(quote_literal(l.lexeme), ' | '))::tsquery
-    INTO lexemes, lexeme_ids, idfs, avg_length, cut, tsq
+           string_agg(quote_literal(l.lexeme), ' | ') FILTER (WHERE l.ndoc <= 0.1 * g.chunks)::tsquery,
+           string_agg(quote_literal(l.lexeme), ' | ')::tsquery
+    INTO lexemes, lexeme_ids, idfs, avg_length, cut, tsq, tsq_all
     FROM lexicon l CROSS JOIN corpus_stats g
     WHERE l.lexeme = ANY (terms);
     IF lexemes IS NULL THEN
@@ -111,23 +119,37 @@ BEGIN
     versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
 
     IF acts IS NULL THEN
-        ids := ARRAY(
-            SELECT c.chunk_id FROM chunks c
-            WHERE c.chunk_id IN (SELECT p.chunk_id
-                                 FROM unnest(lexeme_ids) q(lexeme_id)
-                                 CROSS JOIN LATERAL (SELECT p.chunk_id FROM postings p
-                                                     WHERE p.lexeme_id = q.lexeme_id
-                                                     ORDER BY p.impact DESC, p.chunk_id
-                                                     LIMIT n_postings) p)
-              AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+        ranked := ARRAY(
+            SELECT p.chunk_id
+            FROM unnest(lexeme_ids, idfs) q(lexeme_id, idf)
+            CROSS JOIN LATERAL (SELECT p.chunk_id, p.impact FROM postings p
+                                WHERE p.lexeme_id = q.lexeme_id
+                                ORDER BY p.impact DESC, p.chunk_id
+                                LIMIT n_postings) p
+            GROUP BY p.chunk_id
+            ORDER BY sum(q.idf * p.impact) DESC, p.chunk_id);
+        LOOP  -- filters that drop most of the best (as_of, repealed articles): look further down
+            ids := ARRAY(SELECT c.chunk_id FROM chunks c
+                         WHERE c.chunk_id = ANY (ranked[1:n_scored])
+                           AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+            EXIT WHEN cardinality(ids) >= n OR n_scored >= cardinality(ranked);
+            n_scored := 4 * n_scored;
+        END LOOP;
     END IF;
     IF ids IS NULL OR (cut AND cardinality(ids) < n) THEN
         ids := ARRAY(
             SELECT c.chunk_id FROM chunks c
-            WHERE c.tsv @@ tsq AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
-        RAISE DEBUG 'search_text_arm: scan, % candidates', cardinality(ids);
+            WHERE c.tsv @@ coalesce(tsq, tsq_all) AND c.version_id = ANY (versions)
+              AND (include_repealed OR NOT c.repealed));
+        IF cardinality(ids) < n AND tsq <> tsq_all THEN  -- too few hold an informative lexeme: all count
+            ids := ARRAY(
+                SELECT c.chunk_id FROM chunks c
+                WHERE c.tsv @@ tsq_all AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+        END IF;
+        RAISE DEBUG 'search_text_arm: scan, % chunks scored', cardinality(ids);
     ELSE
-        RAISE DEBUG 'search_text_arm: index, % candidates (% postings a lexeme)', cardinality(ids), n_postings;
+        RAISE DEBUG 'search_text_arm: index, % chunks scored of % read (% postings a lexeme)',
+            cardinality(ids), cardinality(ranked), n_postings;
     END IF;
     RETURN QUERY
         SELECT s.chunk_id, s.text_score FROM bm25_scores(ids, lexemes, idfs, avg_length) s
