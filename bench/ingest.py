@@ -5,7 +5,7 @@
 
 Pipeline: ``parse_pdf`` / ``parse_html`` (articles, superscripts, headings, page furniture removed),
 then what ``ingest_document`` does, timed per stage: ``store_version`` (chunking, one transaction of
-COPYs, tsvector of every chunk) and ``refresh_search_stats`` (BM25 statistics over the whole corpus).
+COPYs, tsvector of every chunk, and the BM25 statistics and postings its triggers keep).
 Baseline: ``pypdf`` ``extract_text()`` of every page and a ``^Art. N`` regex split, on the same
 PDFs in the same run. It is what a naive ingest does, and it is wrong in ways the pipeline is not
 (superscripts read as digits, running headers in the text); it is here for the speed ratio.
@@ -45,7 +45,6 @@ class Row:
     chunks: int
     parse_s: float
     store_s: float
-    stats_s: float
     baseline_s: float = 0.0
     baseline_articles: int = 0
 
@@ -95,7 +94,9 @@ def baseline(data: bytes) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> dict:
     from pipeline import db, store
     from pipeline.fetch import read_archive
-    from pipeline.ingest import parse_text, refresh_search_stats
+    from pipeline.ingest import parse_text
+
+    os.environ["PIPELINE_PARSE_CACHE"] = "off"  # time the parser, not the parse cache
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     mirror = args.mirror
@@ -115,9 +116,7 @@ def run(args: argparse.Namespace) -> dict:
                 stored = store.store_version(conn, fetched.meta, parsed, model=None, max_chars=1200, overlap=200,
                                              source_sha256=hashlib.sha256(fetched.text).hexdigest())
                 t2 = time.perf_counter()
-                refresh_search_stats(conn)
-                t3 = time.perf_counter()
-                row = Row(act, fetched.format, parsed.pages, stored.articles, stored.chunks, t1 - t0, t2 - t1, t3 - t2)
+                row = Row(act, fetched.format, parsed.pages, stored.articles, stored.chunks, t1 - t0, t2 - t1)
                 if fetched.format == "pdf" and not args.no_baseline:
                     t4 = time.perf_counter()
                     _, row.baseline_articles = baseline(fetched.text)
@@ -125,7 +124,7 @@ def run(args: argparse.Namespace) -> dict:
                 rows.append(row)
                 if not args.json:
                     print(f"  {act:<13} {row.format:<4} {row.pages:>4} p {row.articles:>5} art {row.chunks:>5} ch  "
-                          f"parse {row.parse_s:6.2f}s  store {row.store_s:5.2f}s  stats {row.stats_s:5.2f}s"
+                          f"parse {row.parse_s:6.2f}s  store {row.store_s:5.2f}s"
                           + (f"  baseline {row.baseline_s:5.2f}s ({row.baseline_articles} 'Art.')" if row.baseline_s else ""),
                           file=sys.stderr, flush=True)
     finally:
@@ -136,8 +135,8 @@ def run(args: argparse.Namespace) -> dict:
 def summarize(rows: list[Row]) -> dict:
     pdf = [r for r in rows if r.format == "pdf"]
     html = [r for r in rows if r.format == "html"]
-    pdf_s = sum(r.parse_s + r.store_s + r.stats_s for r in pdf)
-    html_s = sum(r.parse_s + r.store_s + r.stats_s for r in html)
+    pdf_s = sum(r.parse_s + r.store_s for r in pdf)
+    html_s = sum(r.parse_s + r.store_s for r in html)
     base_s = sum(r.baseline_s for r in pdf)
     pages = sum(r.pages for r in pdf)
 
@@ -152,13 +151,11 @@ def summarize(rows: list[Row]) -> dict:
                 "chunks": sum(r.chunks for r in pdf), "seconds": round(pdf_s, 2),
                 "parse_seconds": round(sum(r.parse_s for r in pdf), 2),
                 "store_seconds": round(sum(r.store_s for r in pdf), 2),
-                "stats_seconds": round(sum(r.stats_s for r in pdf), 2),
                 "pages_per_s": rate(pages, pdf_s), "chunks_per_s": rate(sum(r.chunks for r in pdf), pdf_s)},
         "html": {"documents": len(html), "articles": sum(r.articles for r in html),
                  "chunks": sum(r.chunks for r in html), "seconds": round(html_s, 2),
                  "parse_seconds": round(sum(r.parse_s for r in html), 2),
                  "store_seconds": round(sum(r.store_s for r in html), 2),
-                 "stats_seconds": round(sum(r.stats_s for r in html), 2),
                  "docs_per_s": rate(len(html), html_s), "chunks_per_s": rate(sum(r.chunks for r in html), html_s)},
         "baseline_pdf": {"seconds": round(base_s, 2), "pages_per_s": rate(pages, base_s),
                          "art_lines": sum(r.baseline_articles for r in pdf)} if base_s else None,
@@ -184,12 +181,11 @@ def main() -> None:
     print(f"machine: {m['cpus']} CPUs ({m['usable_cpus']} usable), load {m['load_1min']}, {m['platform']}, "
           f"Python {m['python']}")
     print(f"pipeline PDF:  {p['documents']} docs, {p['pages']} pages, {p['articles']} articles, {p['chunks']} chunks "
-          f"in {p['seconds']} s (parse {p['parse_seconds']}, chunk+store {p['store_seconds']}, "
-          f"search stats {p['stats_seconds']}): "
+          f"in {p['seconds']} s (parse {p['parse_seconds']}, chunk+store {p['store_seconds']}): "
           f"{p['pages_per_s']} pages/s, {p['chunks_per_s']} chunks/s")
     if h["documents"]:
         print(f"pipeline HTML: {h['documents']} docs, {h['articles']} articles, {h['chunks']} chunks in {h['seconds']} s "
-              f"(parse {h['parse_seconds']}, chunk+store {h['store_seconds']}, search stats {h['stats_seconds']}): "
+              f"(parse {h['parse_seconds']}, chunk+store {h['store_seconds']}): "
               f"{h['docs_per_s']} docs/s, {h['chunks_per_s']} chunks/s")
     if b:
         print(f"baseline PDF (pypdf extract_text + 'Art. N' regex): {b['seconds']} s, {b['pages_per_s']} pages/s, "

@@ -160,11 +160,13 @@ def db_stop() -> None:
 @click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, 20000), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
 @click.option("--latest", is_flag=True,
               help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
+@click.option("--jobs", type=click.IntRange(1, 64), metavar="N",
+              help="Processes parsing the next acts ahead, for --source/--offline [default: CPUs, at most 4].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
 def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, source: Path | None,
                offline: bool, archive_dir: Path | None, no_embed: bool, chunk_chars: int | None,
-               latest: bool, as_json: bool) -> None:
+               latest: bool, jobs: int | None, as_json: bool) -> None:
     """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
 
     \b
@@ -177,7 +179,7 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
 
     report = ingest.run(
         acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline, archive_dir=archive_dir,
-        embed=not no_embed, chunk_chars=chunk_chars, latest=latest,
+        embed=not no_embed, chunk_chars=chunk_chars, latest=latest, jobs=jobs,
         on_start=None if as_json else lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True),
         on_result=None if as_json else _report,
         progress=None if as_json else lambda m: click.echo(f"  {m}", err=True),

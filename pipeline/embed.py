@@ -4,6 +4,8 @@ A batch is claimed with ``FOR UPDATE SKIP LOCKED`` and stays locked while the mo
 vectors are written and its queue rows deleted in the same transaction. So any number of workers
 (on any machines) share one queue, a crashed worker's batch simply becomes claimable again, and a
 text is embedded once per model.
+A queued text that has a vector already (queued again by a worker that started while another
+committed it) is dropped from the queue when claimed, not embedded twice.
 """
 from __future__ import annotations
 
@@ -121,7 +123,9 @@ def drain(
             rows = conn.execute(
                 """
                 SELECT q.content_sha256,
-                       (SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1)
+                       (SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1),
+                       EXISTS (SELECT 1 FROM embeddings e
+                               WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model)
                 FROM embedding_queue q
                 WHERE q.model = %s
                 ORDER BY q.enqueued_at, q.content_sha256
@@ -132,7 +136,10 @@ def drain(
             ).fetchall()
             if not rows:
                 break
-            live = [(h, t) for h, t in rows if t is not None]  # texts whose chunks were deleted since
+            # Not embedded: texts whose chunks were deleted since, and texts embedded already. A worker's
+            # enqueue_missing reads `embeddings` as of its statement's start, so it queues again a batch
+            # another worker commits meanwhile; its vectors are in, its rows are only dropped here.
+            live = [(h, t) for h, t, embedded in rows if t is not None and not embedded]
             if live:
                 vectors = np.asarray(embedder.embed_passages([t for _, t in live]), dtype=np.float32)
                 with conn.cursor().copy(
@@ -143,7 +150,7 @@ def drain(
                         copy.write_row((h, space.model, v))
             conn.execute(
                 "DELETE FROM embedding_queue WHERE model = %s AND content_sha256 = ANY(%s)",
-                (space.model, [h for h, _ in rows]),
+                (space.model, [h for h, _, _ in rows]),
             )
         done += len(live)
         if progress:

@@ -23,6 +23,8 @@ from .embed import ProgressFactory, drain_queue
 from .embedders import embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act
 from .parse import ParsedAct, ParseError, looks_like_pdf
+from .parse import cache as parse_cache
+from .parse.ahead import ParseAhead, default_jobs
 from .parse.html import parse_html
 from .parse.pdf import parse_pdf
 
@@ -48,7 +50,22 @@ class IngestResult:
         return asdict(self)
 
 
-def parse_text(data: bytes, fmt: str) -> ParsedAct:
+def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None = None,
+               label: str = "") -> ParsedAct:
+    """Parse a PDF or HTML text, or take an earlier parse of the same bytes by the same parser."""
+    sha = hashlib.sha256(data).hexdigest()
+    if (parsed := parse_cache.load(sha, fmt)) is not None:
+        if progress:
+            progress(f"{label}: {fmt.upper()} already parsed (cache)")
+        return parsed
+    if progress:
+        progress(f"{label}: parsing {fmt.upper()}")
+    parsed = _parse(data, fmt)
+    parse_cache.save(sha, fmt, parsed)
+    return parsed
+
+
+def _parse(data: bytes, fmt: str) -> ParsedAct:
     if fmt == "pdf":
         return parse_pdf(data)
     if fmt == "html":
@@ -128,10 +145,9 @@ def ingest_act(
     def work() -> IngestResult:
         fetched = fetch_act(act_id, client=client, archive_dir=archive_dir, offline=offline,
                             source_dir=source_dir, progress=progress)
-        if progress:
-            progress(f"{act_id}: parsing {fetched.format.upper()}")
+        parsed = parse_text(fetched.text, fetched.format, progress=progress, label=str(act_id))
         return ingest_document(conn, fetched.meta, fetched.text, fetched.format,
-                               model=model, max_chars=max_chars, overlap=overlap)
+                               model=model, max_chars=max_chars, overlap=overlap, parsed=parsed)
 
     source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
     return _logged_run(conn, url, str(act_id), source, work)
@@ -257,6 +273,7 @@ def run(
     embed: bool = True,
     chunk_chars: int | None = None,
     latest: bool = False,
+    jobs: int | None = None,
     on_start: Callable[[int, int, str], None] | None = None,
     on_result: Callable[[IngestResult], None] | None = None,
     progress: Callable[[str], None] | None = None,
@@ -266,6 +283,8 @@ def run(
 
     ``latest``: each act id is resolved through the API to its newest consolidated text, which is
     ingested as a version of the same act (pipeline.sync.ingest_latest).
+    ``jobs``: processes parsing the next acts ahead when their texts are on disk (``source`` or
+    ``offline``; default: the CPUs, at most 4).
     ``on_start(i, n, what)`` and ``on_result(result)`` frame each act; ``progress`` gets fetch steps.
     An act that fails is a "failed" result, the others still run; bad arguments raise UsageError.
     """
@@ -296,10 +315,16 @@ def run(
         by_id = [] if paths else list(acts)
         total = len(files) + len(by_id)
         client = EliClient() if by_id and source is None and not offline else None
+        on_disk = None  # texts read from disk can be parsed ahead; downloads cannot
+        if not latest and (source is not None or offline):
+            on_disk = source if source is not None else archive_dir or cfg.archive_dir
+        ahead = ParseAhead(on_disk, by_id if on_disk else (), default_jobs() if jobs is None else jobs,
+                           require_sums=source is None)
         try:
             for i, act in enumerate(by_id, start=1):
                 if on_start:
                     on_start(i, total, act)
+                ahead.wait(act)
                 if latest:
                     from .sync import ingest_latest
 
@@ -312,6 +337,7 @@ def run(
                 if on_result:
                     on_result(results[-1])
         finally:
+            ahead.close()
             if client:
                 client.close()
         for j, path in enumerate(files, start=1):

@@ -4,12 +4,12 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 
+import ast
+
 import psycopg
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 
 from . import db
+from .redact import redact_url
 from .resources import MIGRATIONS_DIR, SQL_DIR
 
 # The public SQL interface (README "Querying with SQL"): idempotent files applied in this order after
@@ -21,7 +21,10 @@ UPGRADE_LOCK = 7419001
 from .errors import UsageError
 
 
-def _config(url: str) -> Config:
+def _config(url: str):
+    # alembic (and SQLAlchemy under it) load only when a migration runs: ~0.25 s off every command.
+    from alembic.config import Config
+
     if not MIGRATIONS_DIR.is_dir():
         raise db.DatabaseError(f"migrations not found at {MIGRATIONS_DIR}; the installed package is incomplete "
                                "(reinstall pipeline)")
@@ -33,7 +36,24 @@ def _config(url: str) -> Config:
 
 @lru_cache(maxsize=1)
 def head_revision() -> str:
-    return ScriptDirectory.from_config(_config("")).get_current_head() or ""
+    """The newest revision, read off the revision files' ``revision``/``down_revision`` assignments.
+
+    Every command compares it with the database, so it must be cheap; alembic's own ScriptDirectory
+    (the authority when migrating) costs a quarter of a second of imports. A test holds the two equal.
+    """
+    revisions: dict[str, str | None] = {}
+    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        names: dict[str, object] = {}
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id in ("revision", "down_revision"):
+                    names[node.targets[0].id] = ast.literal_eval(node.value)
+        if isinstance(names.get("revision"), str):
+            revisions[names["revision"]] = names.get("down_revision")  # type: ignore[assignment]
+    heads = set(revisions) - set(revisions.values())
+    if len(heads) != 1:
+        raise db.DatabaseError(f"migrations in {MIGRATIONS_DIR} have {len(heads)} heads; reinstall pipeline")
+    return heads.pop()
 
 
 @lru_cache(maxsize=1)
@@ -79,8 +99,31 @@ def _reachable(url: str) -> None:
     db.connect(url, autocommit=True).close()
 
 
+def _writable(url: str) -> None:
+    """DatabaseError naming the cause when the server is read-only (a hot standby, or read-only by
+    default), before a migration fails there on its first statement ("cannot execute ALTER TEXT
+    SEARCH CONFIGURATION in a read-only transaction"). Migrations run on the primary only; a
+    standby gets them by replaying its WAL."""
+    with db.connect(url, autocommit=True) as conn:
+        standby, read_only = conn.execute(
+            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+        if not (standby or read_only):
+            return
+        have = f"revision {current_revision(conn) or 'none'}, SQL interface {(applied_interface(conn) or 'none')[:12]}"
+    want = f"revision {head_revision()}, SQL interface {interface_sql()[1][:12]}"
+    what = "a read-only standby (in recovery)" if standby else "read-only (transaction_read_only is on)"
+    raise db.DatabaseError(
+        f"the database at {redact_url(url)} is {what}, so its schema cannot be migrated here: it has {have}, "
+        f"this pipeline needs {want}; run `pipeline db upgrade` against the primary (and wait for the "
+        "standby to replay it), or use a pipeline of the version the primary was migrated with"
+    )
+
+
 def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) -> None:
     _reachable(url)
+    _writable(url)
+    from alembic import command
+
     command.upgrade(_config(url), revision)
     if revision == "head":
         from . import thesaurus
@@ -93,11 +136,15 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
 
 def downgrade(url: str, revision: str) -> None:
     _reachable(url)
+    _writable(url)
+    from alembic import command
+
     command.downgrade(_config(url), revision)
 
 
 def ensure_current(url: str) -> None:
-    """Upgrade to head when behind (cheap check first: one query)."""
+    """Upgrade to head when behind (cheap check first: one query). At head nothing is written, so a
+    read-only standby serves reads; behind, a standby is a DatabaseError that says to migrate the primary."""
     with db.connect(url, autocommit=True) as conn:
         if current_revision(conn) == head_revision() and applied_interface(conn) == interface_sql()[1]:
             return
@@ -120,6 +167,7 @@ READER_FUNCTIONS = (
     "search_terms(text)",
     "search_tsquery(text)",
     "search_chunks",  # by name: its signature is written once, in sql/search.sql
+    "text_search_exact(text, integer)",
 )
 
 

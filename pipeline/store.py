@@ -162,10 +162,9 @@ def store_version(
                 for c in parts:
                     copy.write_row((ids[ordinal], version_id, c.article, c.part, c.part_count, a.repealed,
                                     c.text, c.embed_text, c.content_sha256))
+        # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
+        # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
-        # BM25 statistics change with the corpus: refreshed in the same transaction, so no crash
-        # can leave a committed version that text search does not weigh.
-        conn.execute("SELECT refresh_search_stats()")
     return StoredVersion(eli, "new", version_id, version_no, len(articles), n_chunks, changes, queued)
 
 

@@ -7,30 +7,189 @@
 --
 -- Each arm over-fetches `fetch_k` candidates (default max(4k, 40)) among the chunks of the selected
 -- versions (as_of / acts filters applied inside the arm, with pgvector's iterative index scans so a
--- selective filter still yields k rows); the fused list keeps the best part of each article.
+-- selective filter still yields k rows); the fused list keeps the best part of each article. The
+-- text arm reads impact-ordered postings (search_text_arm()).
+
 -- Corpus statistics for BM25 ranking of the full-text arm (ts_rank has no inverse document
--- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word).
--- Refreshed after each ingest by refresh_search_stats().
--- ts_stat() runs its query text later, under the restricted search_path that materialized views
--- are refreshed with (PostgreSQL 17+), so the table is named with its schema.
-DO $$
+-- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word). Kept up to
+-- date by triggers on chunks, in the writing transaction (revision 0005); these views are their
+-- public face, with the columns the materialized views of 0002-0004 had.
+CREATE OR REPLACE VIEW lexeme_stats AS
+    SELECT lexeme, ndoc FROM lexicon;
+COMMENT ON VIEW lexeme_stats IS 'In how many chunks each lexeme occurs (BM25 idf); kept by triggers on chunks.';
+CREATE OR REPLACE VIEW corpus_stats AS
+    SELECT id, chunks::float8 AS chunks, coalesce(total_length::float8 / nullif(chunks, 0), 1) AS avg_length
+    FROM corpus_totals;
+COMMENT ON VIEW corpus_stats IS
+    'Chunk count and average tsvector length (BM25); one row, kept by triggers on chunks.';
+
+-- A repair tool, not part of ingest: rebuilds the statistics and postings from the chunks, e.g. after
+-- rows were written with triggers disabled (session_replication_role = replica, pg_restore
+-- --disable-triggers), or to rewrite impacts after the average length drifted.
+CREATE OR REPLACE FUNCTION refresh_search_stats() RETURNS void
+LANGUAGE plpgsql AS $$
 BEGIN
-    EXECUTE format('CREATE MATERIALIZED VIEW IF NOT EXISTS lexeme_stats AS '
-                   'SELECT word AS lexeme, ndoc FROM ts_stat(%L)',
-                   format('SELECT tsv FROM %I.chunks', current_schema()));
+    -- Chunk writers wait until this commits (their triggers would count against a half-built state).
+    LOCK TABLE chunks IN SHARE MODE;
+    TRUNCATE postings, lexicon RESTART IDENTITY;
+    UPDATE corpus_totals SET chunks = 0, total_length = 0;
+    PERFORM search_stats_add(ARRAY(SELECT chunk_id FROM chunks));
 END
 $$;
-CREATE UNIQUE INDEX IF NOT EXISTS lexeme_stats_lexeme_idx ON lexeme_stats (lexeme);
-CREATE MATERIALIZED VIEW IF NOT EXISTS corpus_stats AS
-    SELECT 1 AS id, count(*)::float8 AS chunks, coalesce(avg(length(tsv)), 1)::float8 AS avg_length FROM chunks;
-CREATE UNIQUE INDEX IF NOT EXISTS corpus_stats_id_idx ON corpus_stats (id);
-COMMENT ON MATERIALIZED VIEW lexeme_stats IS 'In how many chunks each lexeme occurs (BM25 idf).';
+COMMENT ON FUNCTION refresh_search_stats() IS
+    'Repair: recompute lexeme_stats, corpus_stats and the postings from all chunks (ingest keeps them by triggers).';
 
-CREATE OR REPLACE FUNCTION refresh_search_stats() RETURNS void
-LANGUAGE sql AS $$
-    REFRESH MATERIALIZED VIEW CONCURRENTLY lexeme_stats;
-    REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats;
+-- Which versions a search looks at: per base act the one in force on as_of (NULL: current), of the
+-- given acts only (an ELI id, or a base act id for all its consolidated texts).
+CREATE OR REPLACE FUNCTION selected_versions(acts text[], as_of date) RETURNS SETOF bigint
+LANGUAGE sql STABLE AS $$
+    SELECT v.version_id FROM versions_as_of(as_of) v
+    WHERE acts IS NULL OR v.eli = ANY (acts) OR v.base_eli = ANY (acts)
 $$;
+
+-- BM25 of the chunks `ids` for a query given as its lexemes with their idf (same order): the sum,
+-- over the query lexemes a chunk holds, of idf × bm25_tf() (revision 0005: the formula). Only the
+-- query's lexemes are unnested (setweight marks them A, ts_filter keeps them, both in C). Inlined
+-- into its callers by the planner, so the chunks are scored in one join, not a call per chunk.
+CREATE OR REPLACE FUNCTION bm25_scores(ids bigint[], lexemes text[], idfs double precision[],
+                                       avg_length double precision)
+RETURNS TABLE (chunk_id bigint, text_score real)
+LANGUAGE sql STABLE AS $$
+    SELECT c.chunk_id, sum(w.idf * bm25_tf(cardinality(t.positions), length(c.tsv), avg_length))::real
+    FROM chunks c
+    CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', lexemes), '{a}')) t
+    JOIN unnest(lexemes, idfs) w(lexeme, idf) ON w.lexeme = t.lexeme
+    WHERE c.chunk_id = ANY (ids)
+    GROUP BY c.chunk_id
+$$;
+
+-- The full-text arm of search_chunks(): the n best chunks by BM25 among the chunks of the selected
+-- versions.
+-- Index path, in two steps. 1. Read the n_postings highest-impact postings of each query lexeme
+-- (postings_impact_idx, index-only; a lexeme in at most n_postings chunks gives all of them) and rank
+-- their chunks by Σ idf × impact, about a lower bound of BM25 (it lacks the lexemes a chunk holds
+-- below the lists' cut; impacts carry the average length of when they were written). 2. Score the
+-- best n_scored of them that pass the filters exactly, from their tsvectors and the current
+-- statistics. Cost: index entries and n_scored chunk rows, where a scan reads every matching chunk.
+-- A chunk is missed when every list of its lexemes cuts it off, or its bound ranks it below the
+-- n_scored best. n_postings is 1 % of the chunks (at least 25 n): recall depends on the share of a
+-- list that is read, so a fixed number would lose recall as the corpus grows (docs/benchmarks-search.md);
+-- a session may override it for measurements with SET pipeline.postings_per_lexeme = N.
+-- Scan path: every chunk of the selected versions that holds an informative query lexeme (any query
+-- lexeme, when fewer than n do). Taken for an acts filter (its chunks are few, found through
+-- chunks_version_idx, while most candidates of the whole corpus would fail it), and when fewer than
+-- n candidates pass the filters (e.g. as_of an old text) while some lexeme had more postings than
+-- were read.
+CREATE OR REPLACE FUNCTION search_text_arm(terms text[], acts text[], as_of date, include_repealed boolean,
+                                           n integer)
+RETURNS TABLE (chunk_id bigint, text_score real)
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_custom_plan  -- plans fit the arrays they get (one version or thousands)
+AS $fn$
+DECLARE
+    n_postings integer := nullif(current_setting('pipeline.postings_per_lexeme', true), '')::integer;
+    n_scored   integer := 25 * n;
+    lexemes    text[];
+    lexeme_ids integer[];
+    idfs       double precision[];
+    avg_length double precision;
+    cut        boolean;  -- some lexeme has more postings than the index path reads
+    tsq        tsquery;  -- the informative lexemes
+    tsq_all    tsquery;
+    versions   bigint[];
+    ranked     bigint[];
+    ids        bigint[];
+BEGIN
+    SELECT CASE WHEN n_postings IS NULL THEN greatest(25 * n, ceil(g.chunks / 100)::integer)
+                ELSE greatest(n_postings, 1) END
+    INTO n_postings FROM corpus_stats g;
+    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(bm25_idf(l.ndoc, g.chunks)), min(g.avg_length),
+           bool_or(l.ndoc > n_postings),
+           -- The scan's candidates come from the informative lexemes only: one in more than a tenth
+           -- of all chunks ("dzień", "pracownik") would make nearly every chunk a candidate, while
+           -- alone it could never lift one into the top n. It still counts in the score of the others.
+           string_agg(quote_literal(l.lexeme), ' | ') FILTER (WHERE l.ndoc <= 0.1 * g.chunks)::tsquery,
+           string_agg(quote_literal(l.lexeme), ' | ')::tsquery
+    INTO lexemes, lexeme_ids, idfs, avg_length, cut, tsq, tsq_all
+    FROM lexicon l CROSS JOIN corpus_stats g
+    WHERE l.lexeme = ANY (terms);
+    IF lexemes IS NULL THEN
+        RETURN;  -- no query lexeme occurs in any chunk
+    END IF;
+    versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
+
+    IF acts IS NULL THEN
+        ranked := ARRAY(
+            SELECT p.chunk_id
+            FROM unnest(lexeme_ids, idfs) q(lexeme_id, idf)
+            CROSS JOIN LATERAL (SELECT p.chunk_id, p.impact FROM postings p
+                                WHERE p.lexeme_id = q.lexeme_id
+                                ORDER BY p.impact DESC, p.chunk_id
+                                LIMIT n_postings) p
+            GROUP BY p.chunk_id
+            ORDER BY sum(q.idf * p.impact) DESC, p.chunk_id);
+        LOOP  -- filters that drop most of the best (as_of, repealed articles): look further down
+            ids := ARRAY(SELECT c.chunk_id FROM chunks c
+                         WHERE c.chunk_id = ANY (ranked[1:n_scored])
+                           AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+            EXIT WHEN cardinality(ids) >= n OR n_scored >= cardinality(ranked);
+            n_scored := 4 * n_scored;
+        END LOOP;
+    END IF;
+    IF ids IS NULL OR (cut AND cardinality(ids) < n) THEN
+        ids := ARRAY(
+            SELECT c.chunk_id FROM chunks c
+            WHERE c.tsv @@ coalesce(tsq, tsq_all) AND c.version_id = ANY (versions)
+              AND (include_repealed OR NOT c.repealed));
+        IF cardinality(ids) < n AND tsq <> tsq_all THEN  -- too few hold an informative lexeme: all count
+            ids := ARRAY(
+                SELECT c.chunk_id FROM chunks c
+                WHERE c.tsv @@ tsq_all AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+        END IF;
+        RAISE DEBUG 'search_text_arm: scan, % chunks scored', cardinality(ids);
+    ELSE
+        RAISE DEBUG 'search_text_arm: index, % chunks scored of % read (% postings a lexeme)',
+            cardinality(ids), cardinality(ranked), n_postings;
+    END IF;
+    RETURN QUERY
+        SELECT s.chunk_id, s.text_score FROM bm25_scores(ids, lexemes, idfs, avg_length) s
+        ORDER BY s.text_score DESC, s.chunk_id
+        LIMIT n;
+END
+$fn$;
+COMMENT ON FUNCTION search_text_arm(text[], text[], date, boolean, integer) IS
+    'Internal: the BM25 arm of search_chunks() (postings index, or a scan for an acts filter).';
+
+-- Exact BM25 by exhaustion: every chunk of the current texts (repealed articles left out) that holds
+-- any query lexeme is scored; one row per article (its best part), best first, as search_chunks()
+-- returns them. The reference that the text arm's recall is measured against (bench/, tests).
+CREATE OR REPLACE FUNCTION text_search_exact(query_text text, k integer DEFAULT 10)
+RETURNS TABLE (chunk_id bigint, text_score real)
+-- SECURITY DEFINER: like search_chunks(), callable by a read-only role.
+LANGUAGE sql STABLE SECURITY DEFINER AS $$
+    WITH q AS (
+        SELECT array_agg(l.lexeme) AS lexemes, array_agg(bm25_idf(l.ndoc, g.chunks)) AS idfs,
+               min(g.avg_length) AS avg_length, string_agg(quote_literal(l.lexeme), ' | ')::tsquery AS tsq
+        FROM lexeme_stats l CROSS JOIN corpus_stats g
+        WHERE l.lexeme = ANY (search_terms(query_text))
+    ),
+    matching AS (
+        SELECT ARRAY(SELECT c.chunk_id FROM chunks c
+                     WHERE c.tsv @@ q.tsq AND NOT c.repealed
+                       AND c.version_id IN (SELECT version_id FROM selected_versions(NULL, NULL) version_id)) AS ids
+        FROM q
+    ),
+    best AS (
+        SELECT DISTINCT ON (c.version_id, c.article) s.chunk_id, s.text_score
+        FROM q CROSS JOIN matching m
+        CROSS JOIN LATERAL bm25_scores(m.ids, q.lexemes, q.idfs, q.avg_length) s
+        JOIN chunks c ON c.chunk_id = s.chunk_id
+        ORDER BY c.version_id, c.article, s.text_score DESC, s.chunk_id
+    )
+    SELECT b.chunk_id, b.text_score FROM best b ORDER BY b.text_score DESC, b.chunk_id LIMIT k
+$$;
+COMMENT ON FUNCTION text_search_exact(text, integer) IS
+    'Exact BM25 over the current texts by exhaustion, one row per article: the reference for the text arm.';
 
 -- The fusion parameter was added after 0002 shipped: drop that signature so the two do not overload.
 DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
@@ -73,7 +232,6 @@ DECLARE
     n_fetch  integer := coalesce(fetch_k, greatest(4 * k, 40));
     vec_cast text := 'vector';
     terms    text[];
-    tsq      tsquery;
 BEGIN
     IF mode NOT IN ('hybrid', 'vector', 'text') THEN
         RAISE EXCEPTION 'mode must be hybrid, vector or text, not %', mode USING ERRCODE = '22023';
@@ -100,15 +258,6 @@ BEGIN
     END IF;
     IF mode <> 'vector' THEN
         terms := search_terms(query_text);
-        -- Candidates come from the informative terms only: a word in more than a tenth of all
-        -- chunks ("dzień", "pracownik") would make nearly every chunk a candidate, while alone it
-        -- could never lift one into the top fetch_k. It still counts in the score of the others.
-        tsq := (SELECT string_agg(quote_literal(l.lexeme), ' | ')::tsquery
-                FROM lexeme_stats l CROSS JOIN corpus_stats g
-                WHERE l.lexeme = ANY (terms) AND l.ndoc <= 0.1 * g.chunks);
-        IF tsq IS NULL THEN
-            tsq := (SELECT string_agg(quote_literal(t), ' | ')::tsquery FROM unnest(terms) t);
-        END IF;
     END IF;
 
     -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -119,8 +268,7 @@ BEGIN
     -- partial expression index, hence dynamic SQL (values are still parameters, names are quoted).
     RETURN QUERY EXECUTE format($q$
         WITH versions AS (
-            SELECT v.version_id FROM versions_as_of($3) v
-            WHERE $2 IS NULL OR v.eli = ANY ($2) OR v.base_eli = ANY ($2)
+            SELECT version_id FROM selected_versions($2, $3) version_id
         ),
         vec AS (
             SELECT s.chunk_id, s.similarity, row_number() OVER (ORDER BY s.distance, s.chunk_id)::integer AS rnk
@@ -138,26 +286,8 @@ BEGIN
         ),
         txt AS (
             SELECT s.chunk_id, s.text_score, row_number() OVER (ORDER BY s.text_score DESC, s.chunk_id)::integer AS rnk
-            FROM (
-                -- Okapi BM25 (k1 = 1.2, b = 0.75) over the query terms present in the chunk.
-                SELECT c.chunk_id,
-                       sum(w.idf * cardinality(t.positions) * 2.2
-                           / (cardinality(t.positions) + 1.2 * (0.25 + 0.75 * length(c.tsv) / g.avg_length)))::real
-                           AS text_score
-                FROM chunks c
-                CROSS JOIN corpus_stats g
-                -- Only the query's own lexemes are unnested (ts_filter keeps weight A, given to them).
-                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', $12), '{a}')) t
-                JOIN (SELECT l.lexeme, ln(1 + (g2.chunks - l.ndoc + 0.5) / (l.ndoc + 0.5)) AS idf
-                      FROM lexeme_stats l CROSS JOIN corpus_stats g2
-                      WHERE l.lexeme = ANY ($12)) w ON w.lexeme = t.lexeme
-                WHERE $6 <> 'vector' AND c.tsv @@ $7
-                  AND c.version_id IN (SELECT version_id FROM versions)
-                  AND ($4 OR NOT c.repealed)
-                GROUP BY c.chunk_id
-                ORDER BY text_score DESC, c.chunk_id
-                LIMIT $5
-            ) s
+            FROM search_text_arm($11, $2, $3, $4, $5) s
+            WHERE $6 <> 'vector'
         ),
         -- Normalisers of the convex combination: cosine min-max over the arm's candidates (its
         -- floor is far above 0 for e5), BM25 over its best (BM25's floor is 0 already).
@@ -168,10 +298,10 @@ BEGIN
         fused AS (
             SELECT coalesce(v.chunk_id, t.chunk_id) AS chunk_id, v.similarity, t.text_score,
                    v.rnk AS vector_rank, t.rnk AS text_rank,
-                   CASE WHEN $13 = 'rrf'
-                        THEN coalesce($9 / ($8 + v.rnk), 0) + coalesce($10 / ($8 + t.rnk), 0)
-                        ELSE coalesce($9 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
-                             + coalesce($10 * t.text_score / nullif(n.tmax, 0), 0)
+                   CASE WHEN $12 = 'rrf'
+                        THEN coalesce($8 / ($7 + v.rnk), 0) + coalesce($9 / ($7 + t.rnk), 0)
+                        ELSE coalesce($8 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
+                             + coalesce($9 * t.text_score / nullif(n.tmax, 0), 0)
                    END AS score
             FROM vec v FULL JOIN txt t ON t.chunk_id = v.chunk_id CROSS JOIN norm n
         ),
@@ -188,9 +318,9 @@ BEGIN
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
         ORDER BY b.score DESC, b.chunk_id
-        LIMIT $11
+        LIMIT $10
     $q$, vec_cast, model)
-    USING query_embedding, acts, as_of, include_repealed, n_fetch, mode, tsq,
+    USING query_embedding, acts, as_of, include_repealed, n_fetch, mode,
           rrf_k::double precision, vector_weight, text_weight, k, terms, fusion;
 END
 $fn$;
@@ -202,5 +332,7 @@ COMMENT ON FUNCTION search_chunks IS
 DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION search_chunks SET search_path = %I, pg_catalog, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION text_search_exact(text, integer) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
 END
 $$;

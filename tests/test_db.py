@@ -46,6 +46,31 @@ def test_migrations_upgrade_from_empty_and_downgrade_back(server_url):
     assert TABLES <= _tables(url)
 
 
+def test_a_read_only_database_at_head_serves_reads_and_behind_says_to_migrate_the_primary(server_url):
+    """What a search node on a hot standby meets: at head no command writes on startup; when the
+    schema differs from this pipeline's (a rolling upgrade that reached the search nodes first) the
+    migration is not attempted and the error says where to run it. A standby is read-only like a
+    session with default_transaction_read_only (bench/scale_out.py runs the same on a real standby)."""
+    url = create_database(server_url, "read_only_node")
+    read_only = url + "&options=-c%20default_transaction_read_only%3Don"
+    result = run_cli("search", "urlop wypoczynkowy", "--mode", "text", env={"DATABASE_URL": read_only})
+    assert result.returncode == 0, result.stderr
+
+    with psycopg.connect(url) as c:  # the primary's schema is not the one this pipeline needs
+        c.execute("UPDATE sql_interface SET sha256 = 'older-pipeline'")
+    result = run_cli("search", "urlop wypoczynkowy", "--mode", "text", env={"DATABASE_URL": read_only})
+    assert result.returncode == 1
+    error = result.stderr.strip()
+    assert "\n" not in error and "Traceback" not in error
+    assert "is read-only" in error and "SQL interface older-pipel" in error and "against the primary" in error
+    assert "ALTER TEXT SEARCH" not in error  # the migration was not tried
+    with pytest.raises(schema.db.DatabaseError, match="cannot be migrated here"):
+        schema.ensure_current(read_only)
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT sha256 FROM sql_interface").fetchone()[0] == "older-pipeline"
+    schema.ensure_current(url)  # the primary migrates as before
+
+
 def test_vector_extension_and_per_model_hnsw_index(conn):
     version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
     assert tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)

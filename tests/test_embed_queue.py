@@ -72,6 +72,51 @@ def test_two_workers_drain_one_queue_and_embed_every_text_exactly_once(scratch_u
             SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = 'bge-m3')""").fetchone()[0] == 0
 
 
+def test_a_worker_starting_while_another_commits_does_not_embed_a_text_twice(scratch_url):
+    """`pipeline embed` queues the texts without a vector, then drains. Its INSERT … SELECT reads
+    `embeddings` as of the statement's start, so the batch another worker commits meanwhile is
+    queued again (the race is real, asserted below); claiming those rows must drop them, not embed
+    them again and stop on the primary key of `embeddings`."""
+    require_mirror()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from embedding_stand_in import StandInEmbedder
+    from pipeline import embed
+
+    _ingest(scratch_url, "DU/2026/548")
+    total = _distinct_texts(scratch_url)
+    model = StandInEmbedder()
+    with db.connect(scratch_url) as a, db.connect(scratch_url) as late, db.connect(scratch_url) as c:
+        embed.ensure_space(a, model.name, model.dimensions, model.backend)
+        assert embed.enqueue_missing(a, model.name) == total
+        # Worker A, mid-commit: a batch claimed, its vectors written, its queue rows deleted.
+        batch = a.execute("""SELECT q.content_sha256, (SELECT embed_text FROM chunks c
+                                 WHERE c.content_sha256 = q.content_sha256 LIMIT 1)
+                             FROM embedding_queue q ORDER BY q.enqueued_at, q.content_sha256
+                             LIMIT 8 FOR UPDATE SKIP LOCKED""").fetchall()
+        with a.cursor().copy("COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "text", "vector"])
+            for (h, _), v in zip(batch, model.embed_passages([t for _, t in batch])):
+                cp.write_row((h, model.name, v))
+        a.execute("DELETE FROM embedding_queue WHERE content_sha256 = ANY(%s)", ([h for h, _ in batch],))
+        # A worker starting now: its enqueue waits on the deleted rows, then inserts them again.
+        pid = late.info.backend_pid
+        with ThreadPoolExecutor(1) as pool:
+            requeued = pool.submit(embed.enqueue_missing, late, model.name)
+            deadline = time.monotonic() + 30
+            while c.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                            (pid,)).fetchone()[0] != "Lock":
+                c.rollback()
+                assert time.monotonic() < deadline and not requeued.done()
+                time.sleep(0.02)
+            c.rollback()
+            a.commit()
+            assert requeued.result(timeout=30) == len(batch)
+        assert embed.drain(c, model, batch_size=16) == total - len(batch)
+        assert c.execute("SELECT count(*) FROM embeddings").fetchone()[0] == total
+        assert embed.queued(c, model.name) == 0
+
+
 def test_reingest_unchanged_embeds_nothing_and_a_changed_article_embeds_only_its_chunks(scratch_url, tmp_path):
     require_mirror()
     with OllamaStandIn({"bge-m3": 1024}) as ollama:

@@ -5,7 +5,7 @@ import io
 import re
 
 import pytest
-from conftest import PARSE_SECONDS, parsed_act
+from conftest import parsed_act
 from conftest import require_mirror as _mirror
 from pypdf import PdfWriter
 
@@ -147,12 +147,3 @@ def test_bad_input_raises_parse_error() -> None:
     blank.encrypt("secret")
     with pytest.raises(ParseError, match="encrypted"):
         parse_pdf(_pdf_bytes(blank))
-
-
-def test_speed_report() -> None:
-    for act in PDF_ACTS:
-        _parsed(act)
-    pages = sum(_parsed(act).pages for act in PDF_ACTS)
-    seconds = sum(PARSE_SECONDS[act] for act in PDF_ACTS)
-    print(f"\n{pages} pages in {seconds:.1f} s: {pages / seconds:.1f} pages/s")
-    assert pages / seconds > 2  # a 200-page act in well under two minutes

@@ -1,0 +1,339 @@
+"""The BM25 text arm (issue 14): statistics kept by triggers, impact-ordered postings, the exact reference.
+
+Real acts from the mirror in a real embedded PostgreSQL. The statistics the triggers keep are
+compared with a recompute from the chunks (ts_stat); the index-backed arm with text_search_exact();
+and text_search_exact() itself with BM25 computed here, in Python, from the stored tsvectors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import statistics
+import threading
+import time
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+from conftest import CORPUS_ACTS, EVAL_DIR, create_database, mirror_text, parsed_act, require_mirror
+
+from pipeline import schema, store
+
+# Small HTML acts (quick to parse and index) for the tests that ingest and delete.
+SMALL_ACTS = ("DU/2024/1513", "DU/2019/1026", "DU/2024/917")
+# Added to the two-act test corpus for the recall test: acts the eval questions ask about.
+MORE_ACTS = ("DU/2024/1221", "DU/1997/553", "DU/2024/1564", "DU/2019/1781", "DU/2024/917", "DU/2019/1026",
+             "DU/2024/1513")
+PATIENT = "DU/2024/581"
+TEXT_SQL = "SELECT chunk_id, text_score FROM search_chunks(%s, NULL, NULL, %s, %s, %s, false, 'text')"
+
+
+def store_act(conn: psycopg.Connection, act: str, **meta_changes) -> None:
+    meta = {**json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes()), **meta_changes}
+    _, data = mirror_text(act)
+    stored = store.store_version(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(),
+                                 model=None)
+    assert stored.status == "new"
+
+
+def stats_vs_recompute(conn: psycopg.Connection) -> dict[str, float]:
+    """How far the kept statistics and postings are from a recompute over the chunks (all 0: equal)."""
+    lexemes = conn.execute("""
+        SELECT count(*) FROM ((SELECT lexeme, ndoc FROM lexeme_stats EXCEPT SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks'))
+                              UNION ALL
+                              (SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks') EXCEPT SELECT lexeme, ndoc FROM lexeme_stats)) d
+    """).fetchone()[0]
+    postings = conn.execute("""
+        SELECT count(*) FROM ((SELECT p.chunk_id, l.lexeme FROM postings p JOIN lexicon l USING (lexeme_id)
+                               EXCEPT ALL SELECT c.chunk_id, t.lexeme FROM chunks c, unnest(c.tsv) t)
+                              UNION ALL
+                              (SELECT c.chunk_id, t.lexeme FROM chunks c, unnest(c.tsv) t
+                               EXCEPT ALL SELECT p.chunk_id, l.lexeme FROM postings p JOIN lexicon l USING (lexeme_id))) d
+    """).fetchone()[0]
+    chunks, avg_length = conn.execute("SELECT chunks, avg_length FROM corpus_stats").fetchone()
+    true_chunks, true_avg = conn.execute("SELECT count(*), coalesce(avg(length(tsv)), 1) FROM chunks").fetchone()
+    return {"lexemes": lexemes, "postings": postings, "chunks": chunks - true_chunks,
+            "avg_length": round(abs(avg_length - float(true_avg)), 9)}
+
+
+EQUAL = {"lexemes": 0, "postings": 0, "chunks": 0, "avg_length": 0}
+
+
+def snapshot(conn: psycopg.Connection) -> tuple:
+    return (conn.execute("SELECT lexeme, ndoc FROM lexeme_stats ORDER BY lexeme").fetchall(),
+            conn.execute("SELECT chunks, avg_length FROM corpus_stats").fetchall(),
+            conn.execute("SELECT p.chunk_id, l.lexeme FROM postings p JOIN lexicon l USING (lexeme_id) "
+                         "ORDER BY 1, 2").fetchall())
+
+
+# --- statistics kept by the triggers ---------------------------------------------------------------
+
+
+def test_statistics_follow_ingests_and_deletes_like_a_recompute(conn):
+    for act in SMALL_ACTS:
+        store_act(conn, act)
+        assert stats_vs_recompute(conn) == EQUAL, act
+    only_there = conn.execute("""
+        SELECT t.lexeme FROM chunks c JOIN act_versions v USING (version_id), unnest(c.tsv) t
+        WHERE v.eli = %s GROUP BY t.lexeme
+        HAVING count(*) = (SELECT ndoc FROM lexeme_stats WHERE lexeme = t.lexeme)""", (SMALL_ACTS[1],)).fetchall()
+    assert only_there  # the act has words of its own, which must leave the lexicon with it
+
+    conn.execute("DELETE FROM act_versions WHERE eli = %s", (SMALL_ACTS[1],))  # cascades to its chunks
+    conn.commit()
+    assert stats_vs_recompute(conn) == EQUAL
+    assert conn.execute("SELECT count(*) FROM lexeme_stats WHERE lexeme = ANY (%s)",
+                        ([w for (w,) in only_there],)).fetchone()[0] == 0
+
+    kept = snapshot(conn)
+    conn.execute("SELECT refresh_search_stats()")  # the repair tool rebuilds the same thing from scratch
+    conn.commit()
+    assert snapshot(conn) == kept
+
+
+def test_statistics_follow_updates_of_the_text_and_truncate(conn):
+    for act in SMALL_ACTS[:2]:
+        store_act(conn, act)
+    # README: rebuilding the tsvectors is an UPDATE of embed_text; here it also changes some texts.
+    conn.execute("UPDATE chunks SET embed_text = embed_text || ' teleporada' WHERE chunk_id % 3 = 0")
+    conn.commit()
+    assert stats_vs_recompute(conn) == EQUAL
+    changed = conn.execute("SELECT count(*) FROM chunks WHERE chunk_id % 3 = 0").fetchone()[0]
+    assert conn.execute("SELECT ndoc FROM lexeme_stats WHERE lexeme = 'teleporada'").fetchone() == (changed,)
+    before = snapshot(conn)
+    conn.execute("UPDATE chunks SET repealed = NOT repealed")  # no text changed: nothing to do
+    conn.commit()
+    assert snapshot(conn) == before
+    conn.execute("TRUNCATE chunks CASCADE")
+    conn.commit()
+    assert stats_vs_recompute(conn) == EQUAL
+    assert conn.execute("SELECT chunks, avg_length FROM corpus_stats").fetchone() == (0, 1)
+
+
+def test_ingest_never_recomputes_the_statistics(conn):
+    # A from-scratch recompute costs the whole database; ingest must get by with the triggers.
+    conn.execute("""CREATE OR REPLACE FUNCTION refresh_search_stats() RETURNS void LANGUAGE plpgsql AS $$
+                    BEGIN RAISE EXCEPTION 'ingest ran the recompute'; END $$""")
+    try:
+        store_act(conn, SMALL_ACTS[0])  # in a savepoint of this transaction
+        assert stats_vs_recompute(conn) == EQUAL
+    finally:
+        conn.rollback()  # the real function comes back
+
+
+def test_concurrent_writers_queue_and_keep_exact_statistics(scratch_url):
+    # Two ingests of different acts at once: the second waits for the first (at the statistics),
+    # neither deadlocks, and the counts add up.
+    first, second = psycopg.connect(scratch_url), psycopg.connect(scratch_url)
+    try:
+        store_act(first, SMALL_ACTS[0])  # committed
+        first.execute("SELECT 1")  # an open transaction around the next version...
+        store_act(first, SMALL_ACTS[1])  # ...which therefore stays uncommitted (a savepoint)
+        errors: list[BaseException] = []
+
+        def ingest_second() -> None:
+            try:
+                store_act(second, SMALL_ACTS[2])
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread
+                errors.append(e)
+
+        thread = threading.Thread(target=ingest_second)
+        thread.start()
+        with psycopg.connect(scratch_url, autocommit=True) as watch:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    (second.info.backend_pid,)).fetchone()[0]:
+                time.sleep(0.05)
+            assert thread.is_alive(), errors  # waiting on the first writer's statistics
+        first.commit()
+        thread.join(timeout=120)
+        assert not thread.is_alive() and errors == []
+        assert stats_vs_recompute(second) == EQUAL
+        assert second.execute("SELECT count(*) FROM act_versions").fetchone()[0] == 3
+    finally:
+        first.close()
+        second.close()
+
+
+# --- the index-backed text arm against the exact reference ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(server_url, _corpus_text) -> str:
+    """The two-act test corpus plus seven acts the eval questions ask about (~3k chunks), and a
+    second, later text of the patient act (so an as_of before it selects the first)."""
+    name = "text_arm"
+    with psycopg.connect(server_url, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}" TEMPLATE "{urlsplit(_corpus_text).path.lstrip("/")}"')
+    url = server_url.replace("/postgres?", f"/{name}?")
+    with psycopg.connect(url) as c:
+        for act in MORE_ACTS:
+            store_act(c, act)
+        later = dataclasses.replace(parsed_act(PATIENT), articles=parsed_act(PATIENT).articles[:-5])
+        meta = json.loads((require_mirror() / "acts" / PATIENT / "meta.json").read_bytes())
+        stored = store.store_version(c, {**meta, "legalStatusDate": "2030-01-01"}, later, source_sha256="later",
+                                     model=None)
+        assert stored.version_no == 2
+        c.execute("ANALYZE")
+    return url
+
+
+def eval_questions() -> list[str]:
+    return [json.loads(line)["question"] for path in sorted(EVAL_DIR.glob("*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class Paths:
+    """The path search_text_arm() took for each call (its DEBUG messages)."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.seen: list[str] = []
+        conn.add_notice_handler(lambda d: self.seen.append(d.message_primary)
+                                if d.message_primary.startswith("search_text_arm:") else None)
+        conn.execute("SET client_min_messages = debug1")
+
+    def take(self) -> list[str]:
+        seen, self.seen = [m.split()[1].rstrip(",") for m in self.seen], []
+        return seen
+
+
+@pytest.mark.parametrize("share", [None, 0.01], ids=["default", "1-percent"])
+def test_index_backed_arm_finds_the_exact_top_10(corpus, share):
+    """recall@10 of search_chunks(mode => 'text') against text_search_exact() on the eval questions.
+    By default this corpus is small enough for most postings lists to be read whole; with 1 % of the
+    chunks a lexeme (what the default reads of a large corpus) nearly every list is cut."""
+    questions = eval_questions()
+    assert len(questions) >= 50
+    with psycopg.connect(corpus, autocommit=True) as c:
+        paths = Paths(c)
+        n_chunks = c.execute("SELECT chunks FROM corpus_stats").fetchone()[0]
+        postings = math.ceil(share * n_chunks) if share else None
+        if postings:
+            c.execute("SELECT set_config('pipeline.postings_per_lexeme', %s, false)", (str(postings),))
+        recalls, cut = [], 0
+        for q in questions:
+            exact = dict(c.execute("SELECT chunk_id, text_score FROM text_search_exact(%s, 10)", (q,)).fetchall())
+            got = dict(c.execute(TEXT_SQL, (q, 10, None, None)).fetchall())
+            assert len(got) == len(exact) == 10, q
+            recalls.append(len(got.keys() & exact.keys()) / 10)
+            for chunk_id in got.keys() & exact.keys():  # both score exactly, with the same statistics
+                assert got[chunk_id] == pytest.approx(exact[chunk_id], rel=1e-6)
+            cut += c.execute("SELECT bool_or(ndoc > %s) FROM lexeme_stats WHERE lexeme = ANY (search_terms(%s))",
+                             (postings or 1000, q)).fetchone()[0] or 0
+        taken = paths.take()
+    recall = statistics.mean(recalls)
+    print(f"\ntext arm recall@10 vs text_search_exact ({len(questions)} eval questions, {n_chunks:.0f} chunks, "
+          f"postings/lexeme {postings or 'default'}): {recall:.3f}, min {min(recalls):.1f}; "
+          f"{cut} questions with a cut list; paths {dict((p, taken.count(p)) for p in set(taken))}")
+    assert taken.count("index") == len(questions)  # no filter: every question took the index path
+    if postings:
+        assert cut >= len(questions) * 0.9  # the stress case really reads partial lists
+    assert recall >= 0.95
+
+
+def python_bm25_top(conn: psycopg.Connection, question: str, k: int) -> list[tuple[int, float]]:
+    """Exact BM25 (k1 1.2, b 0.75) of the current, unrepealed chunks, best part per article, from the
+    raw tsvectors and document frequencies counted here: independent of lexicon, postings and bm25_*."""
+    terms = set(conn.execute("SELECT search_terms(%s)", (question,)).fetchone()[0])
+    n, avg = conn.execute("SELECT count(*), avg(length(tsv))::float8 FROM chunks").fetchone()
+    ndoc = dict(conn.execute("SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks') WHERE word = ANY (%s)",
+                             (list(terms),)).fetchall())
+    rows = conn.execute("""
+        SELECT c.chunk_id, c.version_id, c.article, length(c.tsv), t.lexeme, cardinality(t.positions)
+        FROM chunks c JOIN versions_as_of(NULL) v USING (version_id), unnest(c.tsv) t
+        WHERE NOT c.repealed AND t.lexeme = ANY (%s)""", (list(terms),)).fetchall()
+    scores: dict[tuple, float] = {}
+    for chunk_id, version_id, article, length, lexeme, tf in rows:
+        idf = math.log(1 + (n - ndoc[lexeme] + 0.5) / (ndoc[lexeme] + 0.5))
+        key = (version_id, article, chunk_id)
+        scores[key] = scores.get(key, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+    best: dict[tuple, tuple[float, int]] = {}
+    for (version_id, article, chunk_id), s in scores.items():
+        if (version_id, article) not in best or (-s, chunk_id) < (-best[(version_id, article)][0], best[(version_id, article)][1]):
+            best[(version_id, article)] = (s, chunk_id)
+    return sorted(((c, s) for s, c in best.values()), key=lambda x: (-x[1], x[0]))[:k]
+
+
+def test_exact_reference_is_bm25(corpus):
+    with psycopg.connect(corpus, autocommit=True) as c:
+        for q in eval_questions()[::6]:
+            want = python_bm25_top(c, q, 11)
+            got = c.execute("SELECT chunk_id, text_score FROM text_search_exact(%s, 10)", (q,)).fetchall()
+            assert [s for _, s in got] == pytest.approx([s for _, s in want[:10]], rel=1e-5), q
+            if want[9][1] - want[10][1] > 1e-4:  # no near tie at the cut (real vs double rounding)
+                assert {i for i, _ in got} == {i for i, _ in want[:10]}, q
+
+
+def test_acts_filter_scans_and_returns_k_rows_of_that_act(corpus):
+    labour = "Jaki mam okres wypowiedzenia, jeśli pracuję w firmie od 4 lat?"
+    with psycopg.connect(corpus, autocommit=True) as c:
+        paths = Paths(c)
+        rows = c.execute("SELECT eli, text_score FROM search_chunks(%s, mode => 'text', k => 10, acts => %s)",
+                         (labour, [PATIENT])).fetchall()
+        assert paths.take() == ["scan"]
+        assert len(rows) == 10 and {r[0] for r in rows} == {PATIENT}
+        assert [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
+
+
+def test_too_few_candidates_after_the_filters_falls_back_to_the_scan(corpus):
+    question = "Czy lekarz może odmówić obecności osoby bliskiej przy udzielaniu świadczeń?"
+    with psycopg.connect(corpus, autocommit=True) as c:
+        paths = Paths(c)
+        # 5 postings a lexeme: at most 5 candidates per lexeme, fewer than fetch_k (40) in all.
+        c.execute("SET pipeline.postings_per_lexeme = 5")
+        first_text = c.execute("SELECT version_id, valid_from FROM act_versions WHERE eli = %s AND version_no = 1",
+                               (PATIENT,)).fetchone()
+        # As of the patient act's first text: four texts of ten (the others are later).
+        as_of = first_text[1]
+        selected = [v for (v,) in c.execute("SELECT version_id FROM versions_as_of(%s)", (as_of,))]
+        assert first_text[0] in selected and len(selected) <= 4
+        rows = c.execute("SELECT chunk_id FROM search_chunks(%s, mode => 'text', k => 10, as_of => %s)",
+                         (question, as_of)).fetchall()
+        assert paths.take() == ["scan"]
+        assert len(rows) == 10
+        versions = {v for (v,) in c.execute("SELECT DISTINCT version_id FROM chunks WHERE chunk_id = ANY (%s)",
+                                            ([r[0] for r in rows],))}
+        assert versions <= set(selected)
+        # Without a filter, and the default lists, the same question keeps to the index.
+        c.execute("RESET pipeline.postings_per_lexeme")
+        assert len(c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()) == 10
+        assert paths.take() == ["index"]
+
+
+# --- the migration from 0004 ---------------------------------------------------------------------------
+
+
+def test_migration_from_0004_backfills_and_downgrades(server_url):
+    url = create_database(server_url, "migrate_0005", migrate=False)
+    schema.upgrade(url, "0004")
+    with psycopg.connect(url) as c:
+        for act in SMALL_ACTS[:2]:
+            store_act(c, act)  # no triggers yet: 0004 knows nothing of them
+        assert c.execute("SELECT to_regclass('postings')").fetchone()[0] is None
+
+    schema.upgrade(url)  # 0005 back-fills from the chunks, then the interface
+    with psycopg.connect(url) as c:
+        assert stats_vs_recompute(c) == EQUAL
+        assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] > 100
+        q = "przekazanie informacji o incydencie"
+        got = c.execute(TEXT_SQL, (q, 5, None, None)).fetchall()
+        assert len(got) == 5 and got == c.execute("SELECT * FROM text_search_exact(%s, 5)", (q,)).fetchall()
+        store_act(c, SMALL_ACTS[2])  # and the triggers keep it from here
+        assert stats_vs_recompute(c) == EQUAL
+
+    schema.downgrade(url, "0004")
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT to_regclass('postings'), to_regclass('lexicon')").fetchone() == (None, None)
+        assert {r[0] for r in c.execute("SELECT matviewname FROM pg_matviews")} == {"lexeme_stats", "corpus_stats"}
+        assert c.execute("""SELECT count(*) FROM (SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks')
+                            EXCEPT SELECT lexeme, ndoc FROM lexeme_stats) d""").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM sql_interface").fetchone()[0] == 0  # re-applied by whoever comes next
+
+    schema.upgrade(url)
+    with psycopg.connect(url) as c:
+        assert stats_vs_recompute(c) == EQUAL
+        assert len(c.execute(TEXT_SQL, ("przekazanie informacji o incydencie", 5, None, None)).fetchall()) == 5
