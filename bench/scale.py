@@ -776,7 +776,9 @@ def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> N
             now = time.perf_counter()
             if now - last_print >= args.progress_every or (kind == "done" and finished == workers):
                 window.append((now, done_chunks))
-                while len(window) > 2 and now - window[0][0] > 300:
+                # The rate of the last ~2 minutes: the load slows as the tables and the text
+                # statistics grow, and the ETA should follow the current rate, not the average.
+                while len(window) > 2 and now - window[1][0] >= 120:
                     window.pop(0)
                 rate = (done_chunks - start_chunks) / max(now - t0, 1e-9)
                 wrate = (done_chunks - window[0][1]) / max(now - window[0][0], 1e-9)
@@ -785,7 +787,7 @@ def load(args, url: str, conn, src: Source, plan: list[PlannedAct], n: int) -> N
                                 if v > 0 and k != "commit_s")
                 log(f"[build {n}] load: {acts_done}/{len(plan)} acts, {done_chunks:,}/{n:,} chunks "
                     f"({done_chunks / n:.1%}); {rate:.0f} chunks/s (last {now - window[0][0]:.0f} s: {wrate:.0f}); "
-                    f"ETA {hms(eta) if eta != float('inf') else '?'}; per worker-second: {per}; "
+                    f"ETA at that rate {hms(eta) if eta != float('inf') else '?'}; per worker-second (average): {per}; "
                     f"load avg {os.getloadavg()[0]:.1f}")
                 last_print = now
                 set_state(conn, "load_wall_s", prior_wall + now - t0)
