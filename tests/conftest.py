@@ -47,10 +47,12 @@ def require_mirror() -> Path:
 
 
 # One parse cache for the session (pipeline/parse/cache.py), shared with every `pipeline` the tests
-# start: each mirror text is parsed once per session, never into the developer's own cache.
-_PARSE_CACHE = tempfile.mkdtemp(prefix="pl-parsed-")
-os.environ["PIPELINE_PARSE_CACHE"] = _PARSE_CACHE
-atexit.register(shutil.rmtree, _PARSE_CACHE, ignore_errors=True)
+# start and with every pytest-xdist worker (they inherit the environment of the process that made
+# it): each mirror text is parsed once per run, never into the developer's own cache.
+if "PIPELINE_TEST_PARSE_CACHE" not in os.environ:
+    os.environ["PIPELINE_TEST_PARSE_CACHE"] = tempfile.mkdtemp(prefix="pl-parsed-")
+    atexit.register(shutil.rmtree, os.environ["PIPELINE_TEST_PARSE_CACHE"], ignore_errors=True)
+os.environ["PIPELINE_PARSE_CACHE"] = os.environ["PIPELINE_TEST_PARSE_CACHE"]
 
 
 @functools.cache

@@ -441,8 +441,10 @@ def _run_and_kill(args: list[str], env: dict, point: tuple, jitter: float, url: 
 def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], label: str,
               embed_model: str | None) -> None:
     args = _ingest_args(acts, embed_model is not None)
-    # Every run parses for real: the kill points land inside the parses (a cached parse is instant).
-    env = {**env, "PIPELINE_PARSE_CACHE": "off"}
+    # Every killed run parses for real, so the kill points land inside the parses (a cached parse is
+    # instant). The reference run and the reruns, which are checked for what they store and not
+    # killed, read the session's parse cache.
+    kill_env = {**env, "PIPELINE_PARSE_CACHE": "off"}
     # A clean reference run: its counts are what every interrupted-then-rerun database must hold.
     truncate(url)
     t0 = time.monotonic()
@@ -456,7 +458,7 @@ def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], l
     for i, point in enumerate(points, start=1):
         truncate(url)
         jitter = rng.uniform(0, 0.1) if point[0] != "sql" else 0.0
-        killed, lines = _run_and_kill(args, env, point, jitter, url)
+        killed, lines = _run_and_kill(args, kill_env, point, jitter, url)
         after_kill = counts(url, TABLES + ("embedding_queue", "embeddings"))
         half_written = broken_versions(url)
         stuck = sum(1 for r in runs(url) if r[1] == "running")
