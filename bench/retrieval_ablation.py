@@ -27,8 +27,10 @@ from pipeline.search import ModelProfile, profile, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
-# Each setting on its own against the baseline (RRF 60, text weight 1.25 for e5, fetch_k default).
+# Each setting on its own against the baseline (RRF 60, text weight 1.25). Options left out come from
+# the model's profile (e5: fetch_k 100 since the convex profile; the previous one used 40).
 SETTINGS: dict[str, dict] = {
+    "rrf tw1.25 fetch_k 40 (previous profile)": dict(fusion="rrf", text_weight=1.25, vector_weight=1.0, fetch_k=40),
     "rrf tw1.25 (baseline)": dict(fusion="rrf", text_weight=1.25, vector_weight=1.0),
     "rrf tw1.0": dict(fusion="rrf", text_weight=1.0, vector_weight=1.0),
     "rrf tw0.5": dict(fusion="rrf", text_weight=0.5, vector_weight=1.0),

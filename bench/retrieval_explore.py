@@ -1,0 +1,240 @@
+"""Ranking ideas tried in Python on a snapshot of the evaluation database, before any goes into SQL.
+
+Loads every current, non-repealed chunk (its vector, its tsvector, its act and article) once, then
+scores the dev questions with exact cosine, exact BM25 and fusion variants, so an idea costs
+seconds to try. The fixed split rules: odd ids tune, even ids report (docs/retrieval.md). By default
+only the tune half is printed; `--report` adds the report half (read it only for settings already
+chosen on the tune half).
+
+    PIPELINE_HOME=/work/evaldb/home python bench/retrieval_explore.py [--report] [--only prf ...] [--ranks]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from pipeline import db
+from pipeline.embedders import embedder_from_env
+from pipeline.evaluate import load_questions, select_ids
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
+K = 10
+TSV_ITEM = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+
+
+def load(conn, model: str):
+    rows = conn.execute(
+        """SELECT c.chunk_id, v.eli, c.article, c.tsv::text, e.embedding::text, a.base_eli
+           FROM current_versions v JOIN chunks c ON c.version_id = v.version_id
+           JOIN acts a ON a.eli = v.eli
+           LEFT JOIN embeddings e ON e.content_sha256 = c.content_sha256 AND e.model = %s
+           WHERE NOT c.repealed ORDER BY c.chunk_id""", (model,)).fetchall()
+    ids, acts, arts, tfs, vecs = [], [], [], [], []
+    for cid, eli, art, tsv, emb, _ in rows:
+        ids.append(cid); acts.append(eli); arts.append(art)
+        tf = {}
+        for m in TSV_ITEM.finditer(tsv):
+            tf[m.group(1).replace("''", "'")] = len(m.group(2).split(",")) if m.group(2) else 1
+        tfs.append(tf)
+        vecs.append(np.array(emb.strip("[]").split(","), dtype=np.float32) if emb else np.zeros(384, np.float32))
+    return ids, acts, arts, tfs, np.vstack(vecs)
+
+
+class Corpus:
+    def __init__(self, conn, model: str) -> None:
+        self.ids, self.acts, self.arts, self.tfs, self.vecs = load(conn, model)
+        self.n = len(self.ids)
+        self.df = Counter(t for tf in self.tfs for t in tf)
+        self.lens = np.array([sum(tf.values()) for tf in self.tfs], dtype=np.float64)
+        self.avg = self.lens.mean()
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for i, tf in enumerate(self.tfs):
+            for t in tf:
+                self.postings[t].append(i)
+        self.key = [(a, r) for a, r in zip(self.acts, self.arts)]
+
+    def idf(self, t: str) -> float:
+        d = self.df.get(t, 0)
+        return math.log(1 + (self.n - d + 0.5) / (d + 0.5))
+
+    def bm25(self, weights: dict[str, float], k1=1.2, b=0.75) -> np.ndarray:
+        s = np.zeros(self.n)
+        for t, w in weights.items():
+            if t not in self.df:
+                continue
+            idf = self.idf(t)
+            for i in self.postings[t]:
+                f = self.tfs[i][t]
+                s[i] += w * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * self.lens[i] / self.avg))
+        return s
+
+    def articles(self, scores: np.ndarray, depth: int = 200) -> list[tuple[tuple[str, str], float]]:
+        """Best part per article, best first."""
+        order = np.argsort(-scores)[: depth * 3]
+        seen, out = set(), []
+        for i in order:
+            if self.key[i] in seen:
+                continue
+            seen.add(self.key[i]); out.append((self.key[i], float(scores[i])))
+            if len(out) >= depth:
+                break
+        return out
+
+
+def rank_of(ranked: list, gold: set) -> int | None:
+    return next((i for i, (key, _) in enumerate(ranked, 1) if key in gold), None)
+
+
+def scores(ranks: list) -> str:
+    n = len(ranks) or 1
+    r = lambda c: sum(1 for x in ranks if x and x <= c) / n  # noqa: E731
+    return f"{r(1):.2f} {r(5):.2f} {r(10):.2f} {sum(1 / x for x in ranks if x) / n:.3f}"
+
+
+def rrf(lists: list[tuple[list, float]], k: int = 60) -> list:
+    acc: dict = defaultdict(float)
+    for ranked, w in lists:
+        for i, (key, _) in enumerate(ranked, 1):
+            acc[key] += w / (k + i)
+    return sorted(acc.items(), key=lambda kv: -kv[1])
+
+
+def convex(lists: list[tuple[list, float]], depth: int = 100) -> list:
+    acc: dict = defaultdict(float)
+    for ranked, w in lists:
+        top = ranked[:depth]
+        if not top:
+            continue
+        hi, lo = top[0][1], top[-1][1]
+        for key, s in top:
+            acc[key] += w * ((s - lo) / (hi - lo) if hi > lo else 1.0)
+    return sorted(acc.items(), key=lambda kv: -kv[1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--report", action="store_true", help="also print the report half")
+    ap.add_argument("--ranks", action="store_true", help="per tune question: the gold article's rank in each arm")
+    ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections"],
+                    help="experiment groups: act-prior, prf, sections (default: all)")
+    args = ap.parse_args()
+    dev = load_questions(SHARED / "dev_questions.pl.jsonl")
+    groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(SHARED / "seed_questions.pl.jsonl")}
+    if args.report:
+        groups["report"] = select_ids(dev, "even")
+    conn = db.connect(db.database_url())
+    emb = embedder_from_env()
+    corpus = Corpus(conn, emb.name)
+    have = set(corpus.acts)
+    print(f"{corpus.n} chunks, {len(have)} acts", file=sys.stderr)
+    # Per question: query vector (thesaurus expansion as search() embeds it), query lexemes.
+    prepared = {}
+    for g, qs in groups.items():
+        for q in qs:
+            if not q.answerable or not all(a in have for a, _ in q.expect):
+                continue
+            exp = conn.execute("SELECT thesaurus_expansion(%s)", (q.question,)).fetchone()[0]
+            terms = conn.execute("SELECT search_terms(%s)", (q.question,)).fetchone()[0]
+            v = emb.embed_query(f"{q.question} ({exp})" if exp else q.question)
+            prepared[q.id] = (q, np.asarray(v, dtype=np.float32), terms)
+    conn.rollback()
+
+    def evaluate(name: str, fn) -> None:
+        cells = []
+        for g, qs in groups.items():
+            ranks = [rank_of(fn(*prepared[q.id]), set(q.expect)) for q in qs if q.id in prepared]
+            cells.append(f"{g} {scores(ranks)}")
+        print(f"{name:<44} " + " | ".join(cells), flush=True)
+
+    cache: dict = {}
+
+    def arms(q, v, terms):
+        if q.id not in cache:
+            sim = corpus.vecs @ v
+            cache[q.id] = (corpus.articles(sim), corpus.articles(corpus.bm25(dict.fromkeys(terms, 1.0))), sim)
+        return cache[q.id]
+
+    def act_prior(sim: np.ndarray, top: int = 3) -> dict[str, float]:
+        """Per act: the mean of its `top` best chunk similarities (how much the act is about the question)."""
+        best: dict[str, list] = defaultdict(list)
+        for i in np.argsort(-sim)[:300]:
+            if len(best[corpus.acts[i]]) < top:
+                best[corpus.acts[i]].append(sim[i])
+        return {a: float(np.mean(v)) for a, v in best.items()}
+
+    def with_prior(sim: np.ndarray, lam: float, top: int = 3) -> np.ndarray:
+        prior = act_prior(sim, top)
+        floor = min(prior.values())
+        return sim + lam * np.array([prior.get(a, floor) for a in corpus.acts])
+
+    def prf_weights(q, v, terms, docs: int, n_terms: int, beta: float) -> dict[str, float]:
+        """The query lexemes (weight 1) plus the n_terms best lexemes (by tf-idf summed over the top
+        `docs` vector hits) that the query lacks, weighted beta."""
+        sim = arms(q, v, terms)[2]
+        acc: Counter = Counter()
+        for i in np.argsort(-sim)[:docs]:
+            for t, f in corpus.tfs[i].items():
+                if len(t) > 2 and corpus.df[t] < 0.2 * corpus.n:
+                    acc[t] += (1 + math.log(f)) * corpus.idf(t)
+        w = dict.fromkeys(terms, 1.0)
+        for t, _ in acc.most_common(n_terms + len(terms)):
+            if t not in w and len([x for x in w if w[x] == beta]) < n_terms:
+                w[t] = beta
+        return w
+
+    if args.ranks:
+        for q, v, t in [prepared[x.id] for x in groups["tune"] if x.id in prepared]:
+            vec, txt, _ = arms(q, v, t)
+            rv, rt = rank_of(vec, set(q.expect)), rank_of(txt, set(q.expect))
+            print(f"{q.id} vec {rv} text {rt} | {q.question[:90]}")
+        return
+
+    evaluate("vector (exact)", lambda q, v, t: arms(q, v, t)[0])
+    evaluate("text (exact BM25)", lambda q, v, t: arms(q, v, t)[1])
+    evaluate("rrf tw1.25, 40 a arm", lambda q, v, t: rrf([(arms(q, v, t)[0][:40], 1.0), (arms(q, v, t)[1][:40], 1.25)]))
+    evaluate("convex .7/.3, 100 an arm", lambda q, v, t: convex([(arms(q, v, t)[0], .7), (arms(q, v, t)[1], .3)]))
+
+    if "act-prior" in args.only:  # how much the whole act is about the question, added to each chunk
+        for lam in (0.5, 1.0, 2.0):
+            for top in (1, 3, 10):
+                evaluate(f"vector + act prior lam {lam} top {top}",
+                         lambda q, v, t, lam=lam, top=top: corpus.articles(with_prior(arms(q, v, t)[2], lam, top)))
+
+    if "prf" in args.only:  # pseudo-relevance feedback: statute words of the top vector hits into BM25
+        for docs, n_terms, beta in ((2, 10, 0.3), (3, 5, 0.3), (3, 10, 0.2), (3, 10, 0.3), (3, 10, 0.5),
+                                    (3, 20, 0.3), (5, 10, 0.3), (5, 20, 0.3), (10, 20, 0.2), (10, 30, 0.1)):
+            evaluate(f"text PRF docs {docs} terms {n_terms} beta {beta}",
+                     lambda q, v, t, d=docs, n=n_terms, b=beta: corpus.articles(corpus.bm25(prf_weights(q, v, t, d, n, b))))
+        # Fused with the vector arm, PRF 3/20/0.3 (the best tune text MRR above).
+        prf = lambda q, v, t: corpus.articles(corpus.bm25(prf_weights(q, v, t, 3, 20, 0.3)))  # noqa: E731
+        for vw in (0.6, 0.7, 0.8):
+            evaluate(f"convex vec {vw} / PRF text", lambda q, v, t, vw=vw: convex([(arms(q, v, t)[0], vw), (prf(q, v, t), 1 - vw)]))
+        for tw in (0.25, 0.5, 1.0):
+            evaluate(f"rrf vec 1 / PRF text {tw}", lambda q, v, t, tw=tw: rrf([(arms(q, v, t)[0][:40], 1.0), (prf(q, v, t)[:40], tw)]))
+
+    if "sections" in args.only:  # one vector per (act, heading path), its similarity added to each chunk's
+        from pipeline.chunk import short_title
+        rows = conn.execute("""SELECT c.chunk_id, a.title, ar.heading_path FROM current_versions v
+                               JOIN chunks c ON c.version_id = v.version_id JOIN articles ar USING (article_id)
+                               JOIN acts a ON a.eli = v.eli WHERE NOT c.repealed ORDER BY c.chunk_id""").fetchall()
+        conn.rollback()
+        assert [r[0] for r in rows] == corpus.ids
+        section_of = [" / ".join([b for b in (short_title(t), " / ".join(h)) if b]) for _, t, h in rows]
+        sections = sorted(set(section_of))
+        print(f"embedding {len(sections)} sections", file=sys.stderr)
+        sec_vecs = np.asarray(emb.embed_passages(sections), dtype=np.float32)
+        sec_index = {s: i for i, s in enumerate(sections)}
+        chunk_sec = np.array([sec_index[s] for s in section_of])
+        for lam in (0.1, 0.25, 0.5, 1.0):
+            evaluate(f"vector + {lam} x section similarity",
+                     lambda q, v, t, lam=lam: corpus.articles(arms(q, v, t)[2] + lam * (sec_vecs @ v)[chunk_sec]))
+
+
+if __name__ == "__main__":
+    main()
