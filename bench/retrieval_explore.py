@@ -121,6 +121,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", action="store_true", help="also print the report half")
     ap.add_argument("--ranks", action="store_true", help="per tune question: the gold article's rank in each arm")
+    ap.add_argument("--pieces", type=Path, help="an npz of piece vectors (owners, hashes, keys, vecs) to score with")
     ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections"],
                     help="experiment groups: act-prior, prf, sections (default: all)")
     args = ap.parse_args()
@@ -234,6 +235,28 @@ def main() -> None:
         for lam in (0.1, 0.25, 0.5, 1.0):
             evaluate(f"vector + {lam} x section similarity",
                      lambda q, v, t, lam=lam: corpus.articles(arms(q, v, t)[2] + lam * (sec_vecs @ v)[chunk_sec]))
+
+    if args.pieces:  # chunk similarity = the best of its own vector and its pieces' (revision 0006)
+        data = np.load(args.pieces)
+        stored = dict(zip(data["keys"].tolist(), data["vecs"]))
+        rows = conn.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = %s "
+                            "AND content_sha256 = ANY(%s)", (emb.name, list(set(data["hashes"].tolist()) - set(stored)))).fetchall()
+        conn.rollback()
+        stored.update({h: np.array(e.strip("[]").split(","), dtype=np.float32) for h, e in rows})
+        row_of = {cid: i for i, cid in enumerate(corpus.ids)}
+        owner = np.array([row_of[int(c)] for c in data["owners"]])
+        piece_vecs = np.vstack([stored[h] for h in data["hashes"].tolist()])
+
+        def with_pieces(q, v, t) -> np.ndarray:
+            sim = arms(q, v, t)[2].copy()
+            np.maximum.at(sim, owner, piece_vecs @ v)
+            return sim
+
+        evaluate("vector, chunks + pieces (max)", lambda q, v, t: corpus.articles(with_pieces(q, v, t)))
+        evaluate("rrf tw1.25 over chunks + pieces", lambda q, v, t: rrf(
+            [(corpus.articles(with_pieces(q, v, t))[:100], 1.0), (arms(q, v, t)[1][:100], 1.25)]))
+        evaluate("rrf tw1.25 (chunks), 100 an arm", lambda q, v, t: rrf(
+            [(arms(q, v, t)[0][:100], 1.0), (arms(q, v, t)[1][:100], 1.25)]))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ from .parse.model import Article
 DEFAULT_MAX_CHARS = 1200
 DEFAULT_OVERLAP = 200
 MIN_CHARS = 200  # smaller parts would be mostly context header and overlap
+# Pieces: provision-sized parts of a chunk (§ / ust. / pkt, packed up to this size) that get vectors of
+# their own besides the chunk's. A small embedding model averages a 1200-character chunk into one
+# vector, and a question about one provision matches that provision better than the whole.
+PIECE_CHARS = 400
 
 # A line that opens a unit: "§ 2.", "2.", "2a.", "3)", "a)" (the article label itself is line 1).
 _UNIT_START = re.compile(r"^(?:§\s*\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\)|[a-z]\))\s")
@@ -30,6 +34,27 @@ class Chunk:
     text: str
     embed_text: str  # context header + text
     content_sha256: str
+
+
+@dataclass(frozen=True)
+class Piece:
+    piece: int  # 1..n within its chunk
+    embed_text: str  # the chunk's context header + the piece
+    content_sha256: str
+
+
+def chunk_pieces(embed_text: str, text: str, size: int = PIECE_CHARS) -> list[Piece]:
+    """The pieces of a chunk (given its embed_text and text) longer than ``size``; none for a shorter
+    chunk (its own vector is the piece's). Each piece carries the chunk's header line, so it is
+    embedded with the act, headings and article it belongs to."""
+    if len(text) <= size:
+        return []
+    header = embed_text.split("\n", 1)[0]
+    pieces = []
+    for i, part in enumerate(_split(text, size), start=1):
+        piece_text = f"{header}\n{part}"
+        pieces.append(Piece(i, piece_text, hashlib.sha256(piece_text.encode("utf-8")).hexdigest()))
+    return pieces
 
 
 def short_title(title: str | None) -> str:

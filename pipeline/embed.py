@@ -86,15 +86,18 @@ def _registered(conn: psycopg.Connection, model: str) -> Space | None:
 
 
 def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
-    """Queue the chunk texts (of one version, or all: after a model switch, say) that have no
-    embedding for ``model``; returns how many were queued."""
+    """Queue the texts of chunks and their pieces (of one version, or all: after a model switch, say)
+    that have no embedding for ``model``; returns how many were queued."""
     with conn.transaction():
         cur = conn.execute(
             """
             INSERT INTO embedding_queue (content_sha256, model)
-            SELECT DISTINCT c.content_sha256, %(m)s FROM chunks c
-            WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
-              AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = %(m)s)
+            SELECT DISTINCT t.content_sha256, %(m)s
+            FROM (SELECT c.content_sha256 FROM chunks c WHERE %(v)s::bigint IS NULL OR c.version_id = %(v)s
+                  UNION ALL
+                  SELECT p.content_sha256 FROM chunk_pieces p JOIN chunks c USING (chunk_id)
+                  WHERE %(v)s::bigint IS NULL OR c.version_id = %(v)s) t
+            WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
             ON CONFLICT DO NOTHING
             """,
             {"m": model, "v": version_id},
@@ -123,7 +126,9 @@ def drain(
             rows = conn.execute(
                 """
                 SELECT q.content_sha256,
-                       (SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1),
+                       coalesce((SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1),
+                                (SELECT p.embed_text FROM chunk_pieces p
+                                 WHERE p.content_sha256 = q.content_sha256 LIMIT 1)),
                        EXISTS (SELECT 1 FROM embeddings e
                                WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model)
                 FROM embedding_queue q
@@ -216,13 +221,17 @@ class EmbedRun:
 
 def run(*, batch_size: int | None = None, limit: int | None = None,
         progress: ProgressFactory | None = None) -> EmbedRun:
-    """Queue every chunk text without an embedding for the configured model, then drain the queue."""
+    """Queue every chunk and piece text without an embedding for the configured model, then drain the
+    queue. Chunks stored before revision 0006 get their pieces here first."""
     from .schema import open_current
+    from .store import write_pieces
 
     _, conn = open_current()
     with conn:
         embedder = embedder_from_env()
         ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+        with conn.transaction():
+            write_pieces(conn)
         queued_now = enqueue_missing(conn, embedder.name)
         t0 = time.perf_counter()
         done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)

@@ -27,7 +27,8 @@ def database_status() -> dict[str, Any]:
             "embeddings": [],
         }
         if current:
-            for table in ("acts", "act_versions", "articles", "chunks", "embeddings", "embedding_queue", "ingest_runs"):
+            for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_queue",
+                          "ingest_runs"):
                 info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
             info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
                 "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status").fetchall()

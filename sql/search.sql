@@ -8,7 +8,8 @@
 -- Each arm over-fetches `fetch_k` candidates (default max(4k, 40)) among the chunks of the selected
 -- versions (as_of / acts filters applied inside the arm, with pgvector's iterative index scans so a
 -- selective filter still yields k rows); the fused list keeps the best part of each article. The
--- text arm reads impact-ordered postings (search_text_arm()).
+-- text arm reads impact-ordered postings (search_text_arm()); the vector arm scores a chunk by the
+-- best of its own vector and its pieces' (chunk_pieces, revision 0006).
 
 -- Corpus statistics for BM25 ranking of the full-text arm (ts_rank has no inverse document
 -- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word). Kept up to
@@ -262,7 +263,7 @@ BEGIN
 
     -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
     PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    PERFORM set_config('hnsw.ef_search', greatest(n_fetch, 40)::text, true);
+    PERFORM set_config('hnsw.ef_search', least(greatest(2 * n_fetch, 40), 1000)::text, true);
 
     -- The cast and the model literal must appear verbatim for the planner to use the model's
     -- partial expression index, hence dynamic SQL (values are still parameters, names are quoted).
@@ -270,19 +271,30 @@ BEGIN
         WITH versions AS (
             SELECT version_id FROM selected_versions($2, $3) version_id
         ),
+        -- A chunk's vector similarity is the best of its own vector and its pieces' (revision 0006):
+        -- the nearest 2 × fetch_k units (chunks and pieces), then one row per chunk.
         vec AS (
-            SELECT s.chunk_id, s.similarity, row_number() OVER (ORDER BY s.distance, s.chunk_id)::integer AS rnk
+            SELECT s.chunk_id, 1 - s.distance AS similarity,
+                   row_number() OVER (ORDER BY s.distance, s.chunk_id)::integer AS rnk
             FROM (
-                SELECT c.chunk_id, e.embedding::%1$s <=> $1::%1$s AS distance,
-                       1 - (e.embedding::%1$s <=> $1::%1$s) AS similarity
-                FROM embeddings e
-                JOIN chunks c ON c.content_sha256 = e.content_sha256
-                WHERE e.model = %2$L AND $6 <> 'text'
-                  AND c.version_id IN (SELECT version_id FROM versions)
-                  AND ($4 OR NOT c.repealed)
-                ORDER BY e.embedding::%1$s <=> $1::%1$s
-                LIMIT $5
+                SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.distance
+                FROM (
+                    SELECT c.chunk_id, e.embedding::%1$s <=> $1::%1$s AS distance
+                    FROM embeddings e
+                    JOIN (SELECT chunk_id, content_sha256 FROM chunks
+                          UNION ALL
+                          SELECT chunk_id, content_sha256 FROM chunk_pieces) u ON u.content_sha256 = e.content_sha256
+                    JOIN chunks c ON c.chunk_id = u.chunk_id
+                    WHERE e.model = %2$L AND $6 <> 'text'
+                      AND c.version_id IN (SELECT version_id FROM versions)
+                      AND ($4 OR NOT c.repealed)
+                    ORDER BY e.embedding::%1$s <=> $1::%1$s
+                    LIMIT 2 * $5
+                ) n
+                ORDER BY n.chunk_id, n.distance
             ) s
+            ORDER BY s.distance, s.chunk_id
+            LIMIT $5
         ),
         txt AS (
             SELECT s.chunk_id, s.text_score, row_number() OVER (ORDER BY s.text_score DESC, s.chunk_id)::integer AS rnk

@@ -36,10 +36,12 @@ CREATE OR REPLACE VIEW current_chunks AS
     JOIN chunks c USING (version_id);
 COMMENT ON VIEW current_chunks IS 'Search units (articles or parts of long articles) of the current texts.';
 
--- Per embedding model: how many distinct chunk texts exist, are embedded, are waiting.
+-- Per embedding model: how many distinct texts (of chunks and their pieces) exist, are embedded,
+-- are waiting.
 CREATE OR REPLACE VIEW embedding_status AS
     SELECT m.model, m.dimensions, m.backend,
-           (SELECT count(DISTINCT content_sha256) FROM chunks) AS texts,
+           (SELECT count(*) FROM (SELECT content_sha256 FROM chunks
+                                  UNION SELECT content_sha256 FROM chunk_pieces) t) AS texts,
            (SELECT count(*) FROM embeddings e WHERE e.model = m.model) AS embedded,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model) AS queued,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing

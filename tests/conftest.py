@@ -130,6 +130,13 @@ def create_database(server_url: str, name: str, *, migrate: bool = True) -> str:
 
 DATA_TABLES = "acts, act_versions, articles, chunks, embeddings, embedding_models, embedding_queue, ingest_runs"
 
+# What gets embedded (one row per text): each chunk and each of its pieces (revision 0006), with the
+# chunk's version and article. Tests count and compare texts through this.
+EMBEDDED_UNITS = """(SELECT c.content_sha256, c.embed_text, c.version_id, c.article FROM chunks c
+                    UNION ALL
+                    SELECT p.content_sha256, p.embed_text, c.version_id, c.article
+                    FROM chunk_pieces p JOIN chunks c USING (chunk_id))"""
+
 
 @pytest.fixture(scope="session")
 def _scratch(server_url) -> str:

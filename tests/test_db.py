@@ -18,7 +18,7 @@ from conftest import create_database, run_cli
 from pipeline import embed, schema
 from pipeline.errors import EmbedderError
 
-TABLES = {"acts", "act_versions", "articles", "chunks", "embeddings", "embedding_models", "embedding_queue",
+TABLES = {"acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_models", "embedding_queue",
           "ingest_runs", "thesaurus"}
 
 
@@ -105,7 +105,7 @@ def test_status_json_reports_versions(stand_in_corpus_url, embedding_stand_in):
     assert int(info["postgresql"].split(".")[0]) >= 15
     assert tuple(int(x) for x in info["pgvector"].split(".")[:2]) >= (0, 8)
     assert info["migration"] == info["migration_head"]
-    assert info["rows"]["chunks"] > 800
+    assert info["rows"]["chunks"] > 800 and info["rows"]["chunk_pieces"] > 800
     assert info["text_search"].startswith("polish (") and "ispell" in info["text_search"]
     assert info["embeddings"][0]["queued"] == 0 and info["embeddings"][0]["embedded"] > 0
 

@@ -195,17 +195,18 @@ def test_modes_fill_their_own_columns(corpus, embedder):
 def test_hybrid_score_is_reciprocal_rank_fusion(corpus, embedder):
     hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=30, fusion="rrf")
     assert len(hits) == 30
-    tw = profile(embedder.name).text_weight  # the model's default weight of the text arm
+    prof = profile(embedder.name)  # the model's default weights of the arms and rrf_k
+    vw, tw, rk = prof.vector_weight, prof.text_weight, prof.rrf_k
     for h in hits:
-        expected = (1 / (60 + h.vector_rank) if h.vector_rank else 0) + (tw / (60 + h.text_rank) if h.text_rank else 0)
+        expected = (vw / (rk + h.vector_rank) if h.vector_rank else 0) + (tw / (rk + h.text_rank) if h.text_rank else 0)
         assert h.score == pytest.approx(expected, rel=1e-12)
         assert (h.similarity is None) == (h.vector_rank is None)
         assert (h.text_score is None) == (h.text_rank is None)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
     # Weights scale each arm's share.
-    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, text_weight=0.0, fusion="rrf")
-    assert all(h.score == pytest.approx(1 / (60 + h.vector_rank)) for h in weighted if h.vector_rank)
+    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, vector_weight=1.0, text_weight=0.0, fusion="rrf")
+    assert all(h.score == pytest.approx(1 / (rk + h.vector_rank)) for h in weighted if h.vector_rank)
 
 
 def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
