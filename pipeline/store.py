@@ -94,12 +94,13 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
 def refresh_act(conn: psycopg.Connection, meta: dict) -> None:
     """Store changed metadata of an act whose text is unchanged (sync), under the act's lock."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(meta["ELI"]),))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(meta["ELI"]),))
         upsert_act(conn, meta)
 
 
-def _lock_key(eli: str) -> int:
-    return int.from_bytes(hashlib.sha256(eli.encode()).digest()[:8], "big", signed=True)
+def lock_key(name: str) -> int:
+    """The advisory lock key for ``name`` (an act's ELI: its versions are written under it)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def store_version(
@@ -121,7 +122,7 @@ def store_version(
     articles = parsed.articles
     text_hash = chunking.text_sha256(articles)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(eli),))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(eli),))
         upsert_act(conn, meta)
         latest = conn.cursor(row_factory=dict_row).execute(
             "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
@@ -174,7 +175,7 @@ def write_pieces(conn: psycopg.Connection, version_id: int | None = None, *, bat
     that has none yet (chunks stored before revision 0006); returns how many were written. Call it
     inside a transaction: the pieces of a chunk are written whole or not at all."""
     if version_id is None:  # two `pipeline embed` workers back-filling at once: one after the other
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("chunk_pieces backfill"),))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("chunk_pieces backfill"),))
     written = 0
     last = 0
     while True:

@@ -39,6 +39,7 @@ from ollama_stand_in import OllamaStandIn
 from pipeline import db, embed, ingest
 from pipeline.embedders import OllamaEmbedder
 from pipeline.fetch import SUMS_FILE, EliClient, act_dir
+from pipeline.store import lock_key as store_lock_key
 
 PDF_ACT = "DU/2026/548"  # 7-page PDF, 39 articles: the smallest PDF of the mirror
 HTML_ACT = "DU/2019/914"  # tiny HTML act (4 articles)
@@ -546,8 +547,17 @@ def test_two_ingests_of_one_act_at_once_store_one_version(scratch_url: str) -> N
     require_mirror()
     args = [sys.executable, "-m", "pipeline", *_ingest_args((HTML_ACT_3,), False), "--json"]
     env = {**os.environ, "DATABASE_URL": scratch_url}
-    procs = [subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    # The act's store lock is held here until both runs are under way, so they meet at it however the
+    # machine schedules their start (a cached parse takes milliseconds; a loaded machine, seconds).
+    with psycopg.connect(scratch_url, autocommit=True) as gate:
+        gate.execute("SELECT pg_advisory_lock(%s)", (store_lock_key(HTML_ACT_3),))
+        procs = [subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        deadline = time.monotonic() + 120
+        while gate.execute("SELECT count(*) FROM ingest_runs WHERE status = 'running'").fetchone()[0] < 2:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a run did not start"
+            time.sleep(0.02)
+        gate.execute("SELECT pg_advisory_unlock(%s)", (store_lock_key(HTML_ACT_3),))
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
     statuses = sorted(json.loads(out)["acts"][0]["status"] for out, _ in outs)
