@@ -894,8 +894,13 @@ def exact_text_topk(conn, text: str) -> tuple[float, list[int]]:
     t0 = time.perf_counter()
     rows = conn.execute("SELECT chunk_id, text_score FROM text_search_exact(%s, %s)", (text, 10 * K)).fetchall()
     secs = time.perf_counter() - t0
+    return secs, _first_articles(conn, rows)
+
+
+def _first_articles(conn, rows: list[tuple[int, float]]) -> list[int]:
+    """The first K chunks of distinct articles, best score first (search_chunks keeps one part per article)."""
     if not rows:
-        return secs, []
+        return []
     art = dict((r[0], (r[1], r[2])) for r in conn.execute(
         "SELECT chunk_id, version_id, article FROM chunks WHERE chunk_id = ANY(%s)", ([r[0] for r in rows],)))
     seen, out = set(), []
@@ -906,7 +911,92 @@ def exact_text_topk(conn, text: str) -> tuple[float, list[int]]:
             out.append(cid)
         if len(out) == K:
             break
-    return secs, out
+    return out
+
+
+# Exact BM25 from the postings (revision 0005): Σ idf × impact over the FULL lists of the query's
+# lexemes. An impact is bm25_tf() with the average length of when it was written, so this equals
+# text_search_exact() up to that drift: exactly after refresh_search_stats() (tests/test_bench_scale.py),
+# and in the bench databases, whose average hardly moves while they are built, it agreed on every
+# query at 10k and 100k. It reads index entries instead of tsvectors: seconds, not minutes, at 1M.
+POSTINGS_EXACT = """
+WITH q AS (SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks) AS idf
+           FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (search_terms(%(q)s))),
+     s AS (SELECT p.chunk_id, sum(q.idf * p.impact) AS score FROM q JOIN postings p USING (lexeme_id)
+           GROUP BY p.chunk_id)
+SELECT s.chunk_id, s.score FROM s JOIN chunks c USING (chunk_id)
+WHERE NOT c.repealed AND c.version_id IN (SELECT version_id FROM selected_versions(NULL, NULL) version_id)
+ORDER BY s.score DESC, s.chunk_id LIMIT %(n)s
+"""
+
+
+def postings_exact_topk(conn, text: str) -> tuple[float, list[int]]:
+    t0 = time.perf_counter()
+    rows = conn.execute(POSTINGS_EXACT, {"q": text, "n": 10 * K}).fetchall()
+    secs = time.perf_counter() - t0
+    return secs, _first_articles(conn, rows)
+
+
+def text_recall(args, admin_url: str, n: int) -> dict | None:
+    """Text arm recall@10 and latency at each postings depth, against exact BM25 from the postings
+    (and against text_search_exact() where it is cheap enough), interleaved per query."""
+    from pipeline import db, schema
+
+    url = size_db(admin_url, n, create=False)
+    if url is None:
+        log(f"[text-recall {n}] no database scale_{n}")
+        return None
+    schema.ensure_current(url)
+    conn = db.connect(url, autocommit=True)
+    texts = query_texts(args.eval, args.queries)
+    depths = [None] + args.postings_depths  # None: the product's default (1 % of the chunks, at least 25 n)
+    with_exact = n <= args.exact_text_max_chunks
+    lat: dict[str, list[float]] = {}
+    got: dict[str, list[list[int]]] = {}
+    truth: list[list[int]] = []
+    exact: list[list[int]] = []
+
+    def arm(depth: int | None, text: str) -> tuple[float, list[int]]:
+        with conn.transaction(force_rollback=True):
+            if depth:
+                conn.execute(f"SET LOCAL pipeline.postings_per_lexeme = {int(depth)}")
+            t0 = time.perf_counter()
+            rows = conn.execute(SEARCH, {"q": text, "v": None, "m": None, "k": K, "mode": "text", "fk": None}).fetchall()
+            return time.perf_counter() - t0, [r[0] for r in rows]
+
+    for text in texts[:5]:  # warm-up
+        arm(None, text)
+    t_start = time.perf_counter()
+    for i, text in enumerate(texts):
+        for depth in depths[i % len(depths):] + depths[:i % len(depths)]:
+            name = "text arm, default depth" if depth is None else f"text arm, {depth} postings a lexeme"
+            secs, ids = arm(depth, text)
+            lat.setdefault(name, []).append(secs)
+            got.setdefault(name, []).append(ids)
+        secs, ids = postings_exact_topk(conn, text)
+        lat.setdefault("exact from postings", []).append(secs)
+        truth.append(ids)
+        if with_exact:
+            secs, ids = exact_text_topk(conn, text)
+            lat.setdefault("text_search_exact", []).append(secs)
+            exact.append(ids)
+        if (i + 1) % 20 == 0:
+            log(f"[text-recall {n}] {i + 1}/{len(texts)} queries, {time.perf_counter() - t_start:.0f} s")
+    n_postings = conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
+    res = {"size": n, "queries": len(texts), "default_postings_per_lexeme": n_postings,
+           "latency_ms": {k: lat_summary(v) for k, v in lat.items()}, "recall_vs_postings_exact": {}}
+    for name, lists in got.items():
+        r = [x for x in (recall(a, t) for a, t in zip(lists, truth)) if x is not None]
+        res["recall_vs_postings_exact"][name] = statistics.mean(r) if r else None
+    if with_exact:
+        r = [x for x in (recall(a, t) for a, t in zip(truth, exact)) if x is not None]
+        res["postings_exact_vs_text_search_exact"] = statistics.mean(r) if r else None
+        r = [x for x in (recall(a, t) for a, t in zip(got["text arm, default depth"], exact)) if x is not None]
+        res["recall_default_vs_text_search_exact"] = statistics.mean(r) if r else None
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"text-recall-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
 
 
 def recall(got: list[int], truth: list[int]) -> float | None:
@@ -1358,7 +1448,8 @@ def status(admin_url: str, sizes: list[int]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall"))
+    ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall",
+                                        "text-recall"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -1380,6 +1471,8 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--queries", type=int, default=120, help="query texts (default 120; 202 available)")
     me.add_argument("--exact-text-max-chunks", type=int, default=10**9,
                     help="skip the exact BM25 reference (text recall) above this many chunks")
+    me.add_argument("--postings-depths", type=int, nargs="*", default=[1000, 2500, 5000],
+                    help="text-recall: fixed postings a lexeme to compare with the default depth")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
     me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
@@ -1415,6 +1508,12 @@ def main(argv: list[str] | None = None) -> int:
         src = load_source(args.work)
         for n in args.sizes:
             build(args, admin_url, src, n)
+    if args.command == "text-recall":
+        for n in args.sizes:
+            res = text_recall(args, admin_url, n)
+            if res:
+                print(json.dumps(res, indent=1))
+        return 0
     if args.command in ("measure", "run"):
         results = [r for r in (measure(args, admin_url, n) for n in args.sizes) if r]
         if results:

@@ -102,3 +102,33 @@ def test_varied_vectors_are_unit_length_at_the_asked_cosine(cos):
     assert all(abs(np.linalg.norm(v) - 1) < 1e-5 for v, _ in got)
     assert all(abs(s - c) < 1e-4 for s, (_, c) in zip(sims, got))
     assert abs(np.mean(sims) - cos) < 0.01
+
+
+def test_exact_bm25_from_the_postings_equals_text_search_exact(scratch_url):
+    """The 1M text-recall reference (full postings lists) must rank as the exhaustive text_search_exact()
+    once the impacts carry the current average length (refresh_search_stats(); in a bench database the
+    average hardly moves while it is built, and the two agree at 10k and 100k)."""
+    import hashlib
+    import json
+
+    from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
+    from pipeline import db, store
+
+    require_mirror()
+    with db.connect(scratch_url) as conn:
+        for act in ("DU/2024/1513", "DU/2019/1026", "DU/2024/917"):
+            meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
+            store.store_version(conn, meta, parsed_act(act), model=None,
+                                source_sha256=hashlib.sha256(mirror_text(act)[1]).hexdigest())
+        conn.execute("SELECT refresh_search_stats()")
+        conn.commit()
+    questions = [json.loads(line)["question"] for line in
+                 (EVAL_DIR / "dev_questions.pl.jsonl").read_text(encoding="utf-8").splitlines()[:20]]
+    with db.connect(scratch_url, autocommit=True) as conn:
+        compared = 0
+        for q in questions:
+            _, from_postings = scale.postings_exact_topk(conn, q)
+            _, exhaustive = scale.exact_text_topk(conn, q)
+            assert from_postings == exhaustive, q
+            compared += len(exhaustive) == scale.K
+    assert compared >= 15
