@@ -524,10 +524,13 @@ def measure_halfvec(conn, corpus: Corpus, queries: list[Query], fn_truth: list[s
     return res
 
 
-# The text arm of search_chunks, alone (acts/as_of filters off). {tf} is what feeds the BM25 sum:
-# the current SQL unnests every lexeme of every matching chunk (~100 rows per chunk) and joins them
-# to the query terms; the proposed one first keeps only the query's lexemes (setweight marks them
-# 'A', ts_filter drops the rest, both in C), so a chunk yields 1-3 rows.
+# Two ways to score a full scan of the matching chunks by BM25 (acts/as_of filters off), kept as the
+# measurement that chose between them; since revision 0005 the text arm reads postings instead
+# (sql/search.sql: search_text_arm), and only text_search_exact() still scans. {tf} is what feeds the
+# BM25 sum: the 0002 SQL unnested every lexeme of every matching chunk (~100 rows per chunk) and
+# joined them to the query terms; bm25_scores() first keeps only the query's lexemes (setweight marks
+# them 'A', ts_filter drops the rest, both in C), so a chunk yields 1-3 rows. For the text arm as it
+# is now, at 10k-1M on real text, use bench/scale.py (measure, text-recall).
 TEXT_ARM = """
 WITH versions AS (SELECT v.version_id FROM versions_as_of(NULL) v)
 SELECT c.chunk_id,
@@ -547,14 +550,14 @@ ORDER BY text_score DESC, c.chunk_id
 LIMIT 40
 """
 TEXT_ARMS = {
-    "current  unnest(c.tsv)": TEXT_ARM.format(tf="c.tsv"),
-    "proposed unnest(ts_filter(setweight(c.tsv, 'A', terms), '{a}'))":
+    "scan, unnest(c.tsv) (0002)": TEXT_ARM.format(tf="c.tsv"),
+    "scan, unnest(ts_filter(setweight(c.tsv, 'A', terms), '{a}')) (bm25_scores)":
         TEXT_ARM.format(tf="ts_filter(setweight(c.tsv, 'A', %(terms)s), '{a}')"),
 }
 
 
 def compare_text_arm(conn, queries: list[Query]) -> dict[str, tuple[float, float]]:
-    """p50/p95 (ms) of the current and the proposed text arm; raises if their results differ."""
+    """p50/p95 (ms) of the two full-scan scorings; raises if their results differ."""
     lat: dict[str, list[float]] = {name: [] for name in TEXT_ARMS}
     for q in queries:
         terms = conn.execute("SELECT search_terms(%s)", (q.text,)).fetchone()[0]
@@ -672,7 +675,7 @@ def run_size(url: str, n: int, src: Source, args) -> None:
         print(f"  bare index scan vector, ef_search {ef:<3}                  {r:.3f}  (p50 {p50:.1f} ms)")
 
     ta = compare_text_arm(conn, queries[:20])
-    print(f"text arm alone, {min(20, len(queries))} queries (same results, checked):")
+    print(f"full-scan BM25 scorings (text_search_exact's way), {min(20, len(queries))} queries (same results, checked):")
     for label, (p50, p95) in ta.items():
         print(f"  {label:<66} p50 {p50:8.1f}  p95 {p95:8.1f}")
 
