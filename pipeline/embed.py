@@ -93,11 +93,9 @@ def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | N
             """
             INSERT INTO embedding_queue (content_sha256, model)
             SELECT DISTINCT t.content_sha256, %(m)s
-            FROM (SELECT c.content_sha256 FROM chunks c WHERE %(v)s::bigint IS NULL OR c.version_id = %(v)s
-                  UNION ALL
-                  SELECT p.content_sha256 FROM chunk_pieces p JOIN chunks c USING (chunk_id)
-                  WHERE %(v)s::bigint IS NULL OR c.version_id = %(v)s) t
-            WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
+            FROM embedding_texts t JOIN chunks c USING (chunk_id)
+            WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
+              AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
             ON CONFLICT DO NOTHING
             """,
             {"m": model, "v": version_id},
@@ -126,9 +124,7 @@ def drain(
             rows = conn.execute(
                 """
                 SELECT q.content_sha256,
-                       coalesce((SELECT c.embed_text FROM chunks c WHERE c.content_sha256 = q.content_sha256 LIMIT 1),
-                                (SELECT p.embed_text FROM chunk_pieces p
-                                 WHERE p.content_sha256 = q.content_sha256 LIMIT 1)),
+                       (SELECT t.embed_text FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256 LIMIT 1),
                        EXISTS (SELECT 1 FROM embeddings e
                                WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model)
                 FROM embedding_queue q

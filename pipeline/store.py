@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,40 +164,47 @@ def store_version(
                 for c in parts:
                     copy.write_row((ids[ordinal], version_id, c.article, c.part, c.part_count, a.repealed,
                                     c.text, c.embed_text, c.content_sha256))
-        write_pieces(conn, version_id)
+        chunk_ids = {(article_id, part): chunk_id for article_id, part, chunk_id in conn.execute(
+            "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
+        copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], c.embed_text, c.text)
+                           for ordinal, parts in enumerate(chunks_by_article, start=1) for c in parts))
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
     return StoredVersion(eli, "new", version_id, version_no, len(articles), n_chunks, changes, queued)
 
 
-def write_pieces(conn: psycopg.Connection, version_id: int | None = None, *, batch: int = 5000) -> int:
-    """Write the pieces (pipeline.chunk.chunk_pieces) of the chunks of a version, or of every chunk
-    that has none yet (chunks stored before revision 0006); returns how many were written. Call it
-    inside a transaction: the pieces of a chunk are written whole or not at all."""
-    if version_id is None:  # two `pipeline embed` workers back-filling at once: one after the other
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("chunk_pieces backfill"),))
+def copy_pieces(conn: psycopg.Connection, chunks: Iterable[tuple[int, str, str]]) -> int:
+    """COPY the pieces (pipeline.chunk.chunk_pieces) of ``chunks`` given as (chunk_id, embed_text, text);
+    returns how many were written."""
+    written = 0
+    with conn.cursor().copy("COPY chunk_pieces (chunk_id, piece, embed_text, content_sha256) FROM STDIN") as copy:
+        for chunk_id, embed_text, text in chunks:
+            for piece in chunking.chunk_pieces(embed_text, text):
+                copy.write_row((chunk_id, piece.piece, piece.embed_text, piece.content_sha256))
+                written += 1
+    return written
+
+
+def write_pieces(conn: psycopg.Connection, *, batch: int = 5000) -> int:
+    """Write the pieces of every chunk that has none yet (chunks stored before revision 0006; ingest
+    writes a version's pieces with its chunks); returns how many were written. Call it inside a
+    transaction. Two `pipeline embed` workers back-filling at once go one after the other."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("chunk_pieces backfill"),))
     written = 0
     last = 0
-    while True:
-        rows = conn.execute(
-            """
-            SELECT c.chunk_id, c.embed_text, c.text FROM chunks c
-            WHERE c.chunk_id > %(last)s AND length(c.text) > %(size)s
-              AND (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
-              AND NOT EXISTS (SELECT 1 FROM chunk_pieces p WHERE p.chunk_id = c.chunk_id)
-            ORDER BY c.chunk_id LIMIT %(n)s
-            """,
-            {"last": last, "size": chunking.PIECE_CHARS, "v": version_id, "n": batch},
-        ).fetchall()
-        if not rows:
-            return written
-        with conn.cursor().copy("COPY chunk_pieces (chunk_id, piece, embed_text, content_sha256) FROM STDIN") as copy:
-            for chunk_id, embed_text, text in rows:
-                for piece in chunking.chunk_pieces(embed_text, text):
-                    copy.write_row((chunk_id, piece.piece, piece.embed_text, piece.content_sha256))
-                    written += 1
+    while rows := conn.execute(
+        """
+        SELECT c.chunk_id, c.embed_text, c.text FROM chunks c
+        WHERE c.chunk_id > %s AND length(c.text) > %s
+          AND NOT EXISTS (SELECT 1 FROM chunk_pieces p WHERE p.chunk_id = c.chunk_id)
+        ORDER BY c.chunk_id LIMIT %s
+        """,
+        (last, chunking.PIECE_CHARS, batch),
+    ).fetchall():
+        written += copy_pieces(conn, rows)
         last = rows[-1][0]
+    return written
 
 
 def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> int:

@@ -281,9 +281,7 @@ BEGIN
                 FROM (
                     SELECT c.chunk_id, e.embedding::%1$s <=> $1::%1$s AS distance
                     FROM embeddings e
-                    JOIN (SELECT chunk_id, content_sha256 FROM chunks
-                          UNION ALL
-                          SELECT chunk_id, content_sha256 FROM chunk_pieces) u ON u.content_sha256 = e.content_sha256
+                    JOIN embedding_texts u ON u.content_sha256 = e.content_sha256
                     JOIN chunks c ON c.chunk_id = u.chunk_id
                     WHERE e.model = %2$L AND $6 <> 'text'
                       AND c.version_id IN (SELECT version_id FROM versions)

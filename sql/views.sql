@@ -36,12 +36,19 @@ CREATE OR REPLACE VIEW current_chunks AS
     JOIN chunks c USING (version_id);
 COMMENT ON VIEW current_chunks IS 'Search units (articles or parts of long articles) of the current texts.';
 
+-- What gets embedded: every chunk's text and every piece's (revision 0006), with the chunk it belongs
+-- to. The queue, the vector arm of search_chunks() and embedding_status all read it.
+CREATE OR REPLACE VIEW embedding_texts AS
+    SELECT chunk_id, content_sha256, embed_text FROM chunks
+    UNION ALL
+    SELECT chunk_id, content_sha256, embed_text FROM chunk_pieces;
+COMMENT ON VIEW embedding_texts IS 'Every text that is embedded: chunks and their pieces, with their chunk_id.';
+
 -- Per embedding model: how many distinct texts (of chunks and their pieces) exist, are embedded,
 -- are waiting.
 CREATE OR REPLACE VIEW embedding_status AS
     SELECT m.model, m.dimensions, m.backend,
-           (SELECT count(*) FROM (SELECT content_sha256 FROM chunks
-                                  UNION SELECT content_sha256 FROM chunk_pieces) t) AS texts,
+           (SELECT count(DISTINCT content_sha256) FROM embedding_texts) AS texts,
            (SELECT count(*) FROM embeddings e WHERE e.model = m.model) AS embedded,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model) AS queued,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing

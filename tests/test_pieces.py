@@ -94,7 +94,7 @@ def test_upgrade_to_0006_then_embed_adds_pieces_to_old_chunks_and_downgrade_drop
     url = create_database(server_url, "migrate_0006", migrate=False)
     schema.upgrade(url, "0005")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
-        m.setattr(store, "write_pieces", lambda conn, version_id=None: 0)  # as a 0005 pipeline wrote: no pieces
+        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # as a 0005 pipeline wrote: no pieces
         _store(c, PATIENT)
     schema.upgrade(url)
     with psycopg.connect(url) as c:
@@ -123,7 +123,7 @@ def test_two_backfills_at_once_write_each_piece_once(scratch_url, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     with db.connect(scratch_url) as c, monkeypatch.context() as m:
-        m.setattr(store, "write_pieces", lambda conn, version_id=None: 0)
+        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)
         _store(c, PATIENT)
     first_wrote = threading.Event()
 

@@ -311,7 +311,7 @@ def test_migration_from_0004_backfills_and_downgrades(server_url, monkeypatch):
     url = create_database(server_url, "migrate_0005", migrate=False)
     schema.upgrade(url, "0004")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
-        m.setattr(store, "write_pieces", lambda conn, version_id=None: 0)  # 0004 has no chunk_pieces (0006)
+        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # 0004 has no chunk_pieces (0006)
         for act in SMALL_ACTS[:2]:
             store_act(c, act)  # no triggers yet: 0004 knows nothing of them
         assert c.execute("SELECT to_regclass('postings')").fetchone()[0] is None
