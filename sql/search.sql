@@ -261,9 +261,20 @@ BEGIN
         terms := search_terms(query_text);
     END IF;
 
-    -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
-    PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    PERFORM set_config('hnsw.ef_search', least(greatest(2 * n_fetch, 40), 1000)::text, true);
+    IF mode <> 'text' THEN
+        -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        -- How far the HNSW scan looks: twice the units the arm keeps (pieces share chunks), at least 40,
+        -- and at least √(vectors stored). A fixed ef_search loses recall as the graph grows: on the scale
+        -- bench's real-text corpora (m 16, docs/scaling.md) recall@10 ≥ 0.95 took ef_search ~100 at 10k
+        -- vectors, 200-400 at 100k and over 1000 at 1M, about √N, and the scan itself stays at
+        -- milliseconds. The planner's row estimate of embeddings (-1: never analyzed) is close enough.
+        -- pgvector's maximum is 1000.
+        PERFORM set_config('hnsw.ef_search', least(1000, greatest(40, 2 * n_fetch,
+            (SELECT ceil(sqrt(greatest(c.reltuples, 0)))::integer FROM pg_class c WHERE c.oid = 'embeddings'::regclass)
+            ))::text, true);
+        RAISE DEBUG 'search_chunks: hnsw.ef_search %', current_setting('hnsw.ef_search');
+    END IF;
 
     -- The cast and the model literal must appear verbatim for the planner to use the model's
     -- partial expression index, hence dynamic SQL (values are still parameters, names are quoted).

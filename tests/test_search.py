@@ -229,6 +229,40 @@ def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
         search(corpus, LEAVE_ON_DEMAND, embedder, fusion="sum")
 
 
+def test_hnsw_ef_search_grows_with_the_vectors_stored(stand_in_corpus_url):
+    """search_chunks() sets hnsw.ef_search to 2 × fetch_k, at least 40 and √(vectors stored), at most 1000
+    (a fixed ef_search loses recall as the graph grows: docs/scaling.md). The vector count is the planner's
+    estimate, set here inside a transaction that is rolled back."""
+    embedder = StandInEmbedder()
+    vec = embedder.embed_query(LEAVE_ON_DEMAND)
+    seen: list[str] = []
+    with db.connect(stand_in_corpus_url) as c:
+        c.add_notice_handler(lambda d: seen.append(d.message_primary)
+                             if d.message_primary.startswith("search_chunks: hnsw.ef_search") else None)
+
+        def ef_search(fetch_k: int, mode: str = "hybrid") -> int | None:
+            seen.clear()
+            rows = c.execute("SELECT chunk_id FROM search_chunks(%s, %s::vector, %s, 10, mode => %s, fetch_k => %s)",
+                             (LEAVE_ON_DEMAND, vec, embedder.name, mode, fetch_k)).fetchall()
+            assert rows
+            return int(seen[-1].split()[-1]) if seen else None
+
+        with c.transaction(force_rollback=True):
+            c.execute("SET LOCAL client_min_messages = debug1")
+            for vectors, fetch_k, expected in [
+                (-1, 10, 40),            # never analyzed: the floor
+                (3_000, 10, 55),         # √3000 = 54.8
+                (3_000, 100, 200),       # 2 × fetch_k
+                (250_000, 100, 500),     # √N
+                (4_000_000, 10, 1000),   # pgvector's maximum
+                (100, 700, 1000),
+            ]:
+                c.execute("UPDATE pg_class SET reltuples = %s WHERE oid = 'embeddings'::regclass", (vectors,))
+                assert ef_search(fetch_k) == expected, (vectors, fetch_k)
+                assert ef_search(fetch_k, "vector") == expected
+            assert ef_search(10, "text") is None  # no vector arm, no HNSW scan
+
+
 def test_one_row_per_article(corpus, embedder):
     hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", embedder, k=60)
     keys = [(h.act, h.article) for h in hits]
