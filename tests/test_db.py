@@ -80,6 +80,8 @@ def test_vector_extension_and_per_model_hnsw_index(conn):
     assert "hnsw" in rows[space.index_name] and "vector(8)" in rows[space.index_name]
     assert "vector_cosine_ops" in rows[space.index_name] and "'test-model'" in rows[space.index_name]
     assert "halfvec(3000)" in rows[other.index_name] and "halfvec_cosine_ops" in rows[other.index_name]
+    # The graph is denser than pgvector's default (m 16, ef_construction 64): recall at 1M, docs/scaling.md.
+    assert all("m='32'" in rows[i] and "ef_construction='128'" in rows[i] for i in (space.index_name, other.index_name))
     # The planner uses the model's index for a nearest-neighbour query in that model's space.
     rng = np.random.default_rng(0)
     with conn.transaction():
