@@ -38,7 +38,8 @@ finished phases and their times; rerunning continues where it stopped. Safe to r
 Measure (per size, all variants interleaved query by query so ratios hold on a busy machine):
 hybrid / vector / text latency of search_chunks() (p50/p95/p99, query vectors given: the real e5
 embeddings of the questions in the eval set, computed once and cached), vector arm recall@10 vs
-exact search (index scans off, same function and filters) at the default ef_search (40) and 100,
+exact search (index scans off, same function and filters) at the default fetch_k (40) and at 100
+(the function sets hnsw.ef_search from fetch_k and the vectors stored; the table shows what it set),
 the same with the halfvec index, text arm recall@10 vs text_search_exact() when the schema has it,
 queries per second with 8 clients, ingest of one real act into this database vs an empty one,
 build times and relation sizes.
@@ -646,6 +647,14 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
 
     space = embed.Space(MODEL, DIM, "vector")
     halfvec_index = f"{space.index_name}_halfvec"
+    if args.rebuild_hnsw and ("hnsw_vector" in phases or "hnsw_halfvec" in phases):
+        # e.g. after embed.HNSW_M changed: the same data, the graphs built again as the code builds them now
+        for name, *_ in hnsw_indexes(conn):
+            conn.execute(f'DROP INDEX "{name}"')
+        for phase in ("hnsw_vector", "hnsw_halfvec"):
+            phases.pop(phase, None)
+        set_state(conn, "phases", phases)
+        log(f"[build {n}] HNSW indexes dropped, to be built again")
     if "load" not in phases:
         if not conn.execute("SELECT 1 FROM embedding_models WHERE model = %s", (MODEL,)).fetchone():
             space = embed.ensure_space(conn, MODEL, DIM, "local")  # registers the model (index empty now)
@@ -685,7 +694,9 @@ def build(args, admin_url: str, src: Source, n: int) -> None:
         t0 = time.perf_counter()
         with IndexProgress(url, n, args.progress_every):
             conn.execute(f'CREATE INDEX IF NOT EXISTS "{halfvec_index}" ON embeddings USING hnsw '
-                         f"((embedding::halfvec({DIM})) halfvec_cosine_ops) WHERE model = '{MODEL}'")
+                         f"((embedding::halfvec({DIM})) halfvec_cosine_ops) "
+                         f"WITH (m = {embed.HNSW_M}, ef_construction = {embed.HNSW_EF_CONSTRUCTION}) "
+                         f"WHERE model = '{MODEL}'")
         done("hnsw_halfvec", time.perf_counter() - t0, index=halfvec_index,
              maintenance_work_mem=args.maintenance_work_mem, parallel_workers=args.parallel_workers)
     conn.execute("ANALYZE embeddings")
@@ -999,6 +1010,199 @@ def text_recall(args, admin_url: str, n: int) -> dict | None:
     return res
 
 
+# What an EXACT text arm over the impact-ordered postings would have to read: a safe-threshold plan
+# (max-score over impact-ordered lists), replayed in Python on each query's full postings lists. It
+# answers "how far from 0.95 recall is the fixed depth, and what does exactness cost?" in postings
+# read and chunks scored, which is what the SQL arm's latency follows (~0.6 µs per posting read and
+# aggregated at 1M, measured). Plan, per query (scores are Σ idf × impact, the postings-exact reference):
+#   1. seed: the top 200 postings of every list; the 40 best chunks by partial sum scored exactly;
+#      θ = the 10th best score (a lower bound of the true 10th);
+#   2. cuts: each list is read down to a contribution t_i with Σ t_i ≤ α·θ, the budget spent on the
+#      longest lists first (a common word's tail is most of the postings and weighs least), so a
+#      chunk below every cut scores < θ and cannot be in the top 10;
+#   3. every chunk read gets an upper bound (its contributions read + the cuts of the lists it was
+#      not read from); they are scored exactly in descending bound until the next bound is below the
+#      10th best score found. The result is the exact top 10 (checked here on every query).
+# α < 1 reads deeper and leaves a margin that makes the bounds prune more: fewer chunks scored.
+BOUNDS_SEED, BOUNDS_SEEDED, BOUNDS_BATCH = 200, 40, 50
+
+
+def _safe_plan(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, float], alpha: float) -> tuple[int, int]:
+    """(postings read, chunks scored exactly) of the safe plan for one query; asserts it is exact."""
+    part: dict[int, float] = {}
+    reads = 0
+    for ids, contrib in lists:
+        d = min(BOUNDS_SEED, len(ids))
+        reads += d
+        for c, x in zip(ids[:d].tolist(), contrib[:d].tolist()):
+            part[c] = part.get(c, 0.0) + x
+    scored = {c: exact[c] for c, _ in sorted(part.items(), key=lambda x: -x[1])[:BOUNDS_SEEDED]}
+    theta = sorted(scored.values(), reverse=True)[K - 1] if len(scored) >= K else 0.0
+    maxc = np.array([contrib[0] for _, contrib in lists])
+    cuts, left = np.zeros(len(lists)), alpha * theta
+    for i in np.argsort([-len(ids) for ids, _ in lists], kind="stable"):
+        cuts[i] = min(maxc[i], left)
+        left -= cuts[i]
+    seen: dict[int, list[float]] = {}
+    for (ids, contrib), cut in zip(lists, cuts):
+        d = int(np.sum(contrib > cut))
+        reads += max(0, d - min(BOUNDS_SEED, len(ids)))  # the seed's postings were read already
+        for c, x in zip(ids[:d].tolist(), contrib[:d].tolist()):
+            e = seen.setdefault(c, [0.0, 0.0])
+            e[0] += x
+            e[1] += cut
+    total_cut = float(cuts.sum())
+    bounds = sorted(((x + total_cut - own, c) for c, (x, own) in seen.items()), reverse=True)
+    j = 0
+    while j < len(bounds):
+        tenth = sorted(scored.values(), reverse=True)[K - 1] if len(scored) >= K else 0.0
+        if bounds[j][0] < tenth:
+            break
+        for _, c in bounds[j:j + BOUNDS_BATCH]:
+            scored[c] = exact[c]
+        j += BOUNDS_BATCH
+    got = sorted(scored.items(), key=lambda x: (-x[1], x[0]))[:K]
+    want = sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:K]
+    assert [c for c, _ in got] == [c for c, _ in want], "the safe plan missed a top-10 chunk"
+    return reads, len(scored)
+
+
+def text_bounds(args, admin_url: str, n: int) -> dict | None:
+    from pipeline import db, schema
+
+    url = size_db(admin_url, n, create=False)
+    if url is None:
+        log(f"[text-bounds {n}] no database scale_{n}")
+        return None
+    schema.ensure_current(url)
+    conn = db.connect(url, autocommit=True)
+    texts = query_texts(args.eval, args.queries)
+    default_depth = conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
+    alphas = (1.0, 0.7, 0.5)
+    reads: dict[str, list[int]] = {}
+    scored: dict[str, list[int]] = {}
+    t0 = time.perf_counter()
+    for text in texts:
+        lists = []
+        for lexeme_id, idf in conn.execute(
+                "SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks) FROM lexicon l CROSS JOIN corpus_stats g "
+                "WHERE l.lexeme = ANY (search_terms(%s))", (text,)).fetchall():
+            rows = np.array(conn.execute("SELECT chunk_id, impact FROM postings WHERE lexeme_id = %s "
+                                         "ORDER BY impact DESC, chunk_id", (lexeme_id,)).fetchall(), dtype=np.float64)
+            lists.append((rows[:, 0].astype(np.int64), rows[:, 1] * idf))
+        if not lists:
+            continue
+        exact: dict[int, float] = {}
+        for ids, contrib in lists:
+            for c, x in zip(ids.tolist(), contrib.tolist()):
+                exact[c] = exact.get(c, 0.0) + x
+        reads.setdefault("fixed depth (the arm today)", []).append(sum(min(default_depth, len(i)) for i, _ in lists))
+        reads.setdefault("whole lists (exhaustive)", []).append(sum(len(i) for i, _ in lists))
+        for a in alphas:
+            r, sc = _safe_plan(lists, exact, a)
+            reads.setdefault(f"safe plan, alpha {a}", []).append(r)
+            scored.setdefault(f"safe plan, alpha {a}", []).append(sc)
+    log(f"[text-bounds {n}] {len(reads['whole lists (exhaustive)'])} queries in {time.perf_counter() - t0:.0f} s")
+
+    def summary(xs: list[int]) -> dict:
+        return {"p50": float(np.percentile(xs, 50)), "p90": float(np.percentile(xs, 90)), "max": int(max(xs))}
+
+    res = {"size": n, "queries": len(reads["whole lists (exhaustive)"]), "default_postings_per_lexeme": default_depth,
+           "postings_read": {k: summary(v) for k, v in reads.items()},
+           "chunks_scored": {k: summary(v) for k, v in scored.items()}}
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"text-bounds-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
+
+
+# The vector arm's HNSW scan alone (what ef_search and the graph decide), without search_chunks()'s
+# joins and filters: the nearest 10 embeddings of the model through one index, against exact search.
+HNSW_SCAN = ("SELECT content_sha256 FROM embeddings WHERE model = %(m)s "
+             "ORDER BY embedding::{cast} <=> %(v)s::{cast} LIMIT 10")
+
+
+def hnsw_indexes(conn) -> list[tuple[str, str, str, int]]:
+    """(name, definition, graph options, bytes) of every HNSW index on embeddings."""
+    return conn.execute("""
+        SELECT c.relname, pg_get_indexdef(c.oid),
+               coalesce(array_to_string(c.reloptions, ', '), 'm=16, ef_construction=64'), pg_relation_size(c.oid)
+        FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+        WHERE i.indrelid = 'embeddings'::regclass AND a.amname = 'hnsw' ORDER BY c.relname""").fetchall()
+
+
+def hnsw_options(results: list[dict]) -> str:
+    """The graph options of the measured indexes, per size (older results did not record them)."""
+    per_size = [f"{r['size']:,}: " + ", ".join(f"{'halfvec' if 'halfvec' in d else 'vector'} {o}"
+                                                for d, o in r.get("hnsw", {}).items())
+                for r in results if r.get("hnsw")]
+    return "; ".join(per_size) if per_size else "m=16, ef_construction=64"
+
+
+def vector_recall(args, admin_url: str, n: int) -> dict | None:
+    """recall@10 and latency of each HNSW index of the model per hnsw.ef_search, against exact search.
+    An index is measured with the other indexes of its cast dropped inside a rolled-back transaction
+    (the planner would pick either); the exact top 10 are cached per query set."""
+    from pgvector.psycopg import register_vector
+
+    from pipeline import db, schema
+
+    url = size_db(admin_url, n, create=False)
+    if url is None:
+        log(f"[vector-recall {n}] no database scale_{n}")
+        return None
+    schema.ensure_current(url)
+    conn = db.connect(url, autocommit=True)
+    register_vector(conn)
+    texts = query_texts(args.eval, args.queries)
+    vecs = query_vectors(args.work, url, texts)
+    indexes = hnsw_indexes(conn)
+    key = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
+    cache = args.work / "results" / f"exact-vector-{n}-{key}.json"
+    if cache.exists():
+        exact = json.loads(cache.read_text())
+    else:
+        exact = []
+        with conn.transaction():
+            for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+                conn.execute(f"SET LOCAL {setting} = off")
+            for v in vecs:
+                exact.append([r[0] for r in conn.execute(HNSW_SCAN.format(cast="vector(384)"), {"m": MODEL, "v": v})])
+        write_atomic(cache, json.dumps(exact).encode())
+    res = {"size": n, "queries": len(texts), "vectors": conn.execute("SELECT count(*) FROM embeddings").fetchone()[0],
+           "indexes": []}
+    for name, indexdef, options, size in indexes:
+        cast = "halfvec(384)" if "halfvec" in indexdef else "vector(384)"
+        entry = {"index": name, "cast": cast, "options": options, "size": size, "ef_search": {}}
+        lat: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+        rec: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+        with conn.transaction(force_rollback=True):
+            for other, otherdef, *_ in indexes:
+                if other != name and ("halfvec" in otherdef) == ("halfvec" in indexdef):
+                    conn.execute(f'DROP INDEX "{other}"')  # rolled back with the transaction
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            for v in vecs[:5]:  # warm-up
+                conn.execute(HNSW_SCAN.format(cast=cast), {"m": MODEL, "v": v}).fetchall()
+            for i, (v, truth) in enumerate(zip(vecs, exact)):
+                efs = args.ef_searches[i % len(args.ef_searches):] + args.ef_searches[:i % len(args.ef_searches)]
+                for ef in efs:
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                    t0 = time.perf_counter()
+                    got = [r[0] for r in conn.execute(HNSW_SCAN.format(cast=cast), {"m": MODEL, "v": v})]
+                    lat[ef].append(time.perf_counter() - t0)
+                    rec[ef].append(len(set(got) & set(truth)) / len(truth))
+        for ef in args.ef_searches:
+            entry["ef_search"][str(ef)] = {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])}
+        res["indexes"].append(entry)
+        log(f"[vector-recall {n}] {name} ({cast}, {options}): " + "; ".join(
+            f"ef {ef}: {entry['ef_search'][str(ef)]['recall']:.3f} / {entry['ef_search'][str(ef)]['p50']:.1f} ms"
+            for ef in args.ef_searches))
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"vector-recall-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
+
+
 def recall(got: list[int], truth: list[int]) -> float | None:
     if not truth:
         return None
@@ -1119,6 +1323,24 @@ def ingest_check(args, admin_url: str, url: str, n: int) -> dict:
             "ratio": big / emp if emp else None, "all": times}
 
 
+def applied_ef_search(conn, text: str, vec: np.ndarray, fetch_k: int | None) -> int | None:
+    """The hnsw.ef_search that search_chunks() sets for this call (its DEBUG message)."""
+    seen: list[str] = []
+
+    def keep(d) -> None:
+        if d.message_primary.startswith("search_chunks: hnsw.ef_search"):
+            seen.append(d.message_primary)
+
+    conn.add_notice_handler(keep)
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL client_min_messages = debug1")
+            conn.execute(SEARCH, {"q": text, "v": vec, "m": MODEL, "k": K, "mode": "vector", "fk": fetch_k}).fetchall()
+    finally:
+        conn.remove_notice_handler(keep)
+    return int(seen[-1].split()[-1]) if seen else None
+
+
 def measure(args, admin_url: str, n: int) -> dict | None:
     from pipeline import db, schema
 
@@ -1150,6 +1372,7 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     res["counts"] = dict(zip(("acts", "articles", "chunks", "embeddings"), conn.execute(
         "SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM articles), (SELECT count(*) FROM chunks), "
         "(SELECT count(*) FROM embeddings)").fetchone()))
+    res["hnsw"] = {definition: options for _, definition, options, _ in hnsw_indexes(conn)}
     texts = query_texts(args.eval, args.queries)
     vecs = query_vectors(args.work, url, texts)
     has_exact_text = conn.execute(
@@ -1160,11 +1383,13 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     has_halfvec = bool(conn.execute("SELECT 1 FROM pg_indexes WHERE indexdef LIKE '%%halfvec(384)%%' "
                                     "AND tablename = 'embeddings'").fetchone())
     variants = [Variant("hybrid", "hybrid"), Variant("vector", "vector"), Variant("text", "text"),
-                Variant("vector ef_search 100", "vector", fetch_k=100),
+                Variant("vector fetch_k 100", "vector", fetch_k=100),
                 Variant("exact vector (no index)", "vector", fetch_k=100, exact=True)]
     if has_halfvec:
         variants += [Variant("vector halfvec", "vector", halfvec=True),
-                     Variant("vector halfvec ef_search 100", "vector", fetch_k=100, halfvec=True)]
+                     Variant("vector halfvec fetch_k 100", "vector", fetch_k=100, halfvec=True)]
+    res["ef_search"] = {("default" if fk is None else str(fk)): applied_ef_search(conn, texts[0], vecs[0], fk)
+                        for fk in (None, 100)}
     lat: dict[str, list[float]] = {v.name: [] for v in variants}
     if has_exact_text:
         lat["text_search_exact"] = []
@@ -1198,7 +1423,7 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     res["recall"] = {}
     per_query: list[dict] = [{"q": t, **{f"{name} ms": round(xs[i] * 1000, 2) for name, xs in lat.items()}}
                              for i, t in enumerate(texts)]
-    for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
+    for name in ("vector", "vector fetch_k 100", "vector halfvec", "vector halfvec fetch_k 100"):
         if name in got:
             each = [recall(a, t) for a, t in zip(got[name], truth)]
             for pq, x in zip(per_query, each):
@@ -1208,13 +1433,13 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     # Each real chunk has ~n/10k variants, close to each other: the exact top 10 may be variants of a
     # few real chunks and the index may return other variants of the same ones. Recall by source
     # chunk (a variant counts as the real chunk it was made from) tells that from finding other content.
-    ids = sorted({c for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100",
+    ids = sorted({c for name in ("vector", "vector fetch_k 100", "vector halfvec", "vector halfvec fetch_k 100",
                                  "exact vector (no index)") if name in got for ids_ in got[name] for c in ids_})
     source_of = dict((r[0], (r[1], r[2], r[3])) for r in conn.execute(
         "SELECT c.chunk_id, b.source_eli, c.article, c.part FROM chunks c JOIN act_versions v USING (version_id) "
         "JOIN bench_scale_acts b ON b.eli = v.eli WHERE c.chunk_id = ANY(%s)", (ids,)))
     res["recall_by_source"] = {}
-    for name in ("vector", "vector ef_search 100", "vector halfvec", "vector halfvec ef_search 100"):
+    for name in ("vector", "vector fetch_k 100", "vector halfvec", "vector halfvec fetch_k 100"):
         if name in got:
             each = [recall(list({source_of.get(c) for c in a}), list({source_of.get(c) for c in t}))
                     for a, t in zip(got[name], truth)]
@@ -1322,19 +1547,21 @@ def table(results: list[dict]) -> str:
         if r["schema"]["built_at_revision"] not in (None, r["schema"]["revision"]) else ""))
     row("queries (eval questions + their sentences)", lambda r: str(r["queries"]))
     for name, key in (("hybrid, ms p50 / p95 / p99", "hybrid"), ("vector only", "vector"),
-                      ("text only", "text"), ("vector, fetch_k 100 (ef_search 100)", "vector ef_search 100"),
+                      ("text only", "text"), ("vector, fetch_k 100", "vector fetch_k 100"),
                       ("vector, halfvec index", "vector halfvec"),
-                      ("vector, halfvec, ef_search 100", "vector halfvec ef_search 100"),
+                      ("vector, halfvec, fetch_k 100", "vector halfvec fetch_k 100"),
                       ("exact vector search (index scans off, fetch_k 100)", "exact vector (no index)"),
                       ("text_search_exact (exact BM25)", "text_search_exact")):
         row(name, lambda r, key=key: fmt_lat(r["latency_ms"].get(key)))
-    for name, key in (("recall@10 vector, ef_search 40 (default)", "vector"),
-                      ("recall@10 vector, ef_search 100", "vector ef_search 100"),
-                      ("recall@10 halfvec, ef_search 40", "vector halfvec"),
-                      ("recall@10 halfvec, ef_search 100", "vector halfvec ef_search 100"),
-                      ("recall@10 vector by source chunk (a variant counts as its real chunk), ef_search 40",
+    row("hnsw.ef_search set by search_chunks (default fetch_k / fetch_k 100)",
+        lambda r: " / ".join(str(r.get("ef_search", {}).get(f, "-")) for f in ("default", "100")))
+    for name, key in (("recall@10 vector, default fetch_k", "vector"),
+                      ("recall@10 vector, fetch_k 100", "vector fetch_k 100"),
+                      ("recall@10 halfvec, default fetch_k", "vector halfvec"),
+                      ("recall@10 halfvec, fetch_k 100", "vector halfvec fetch_k 100"),
+                      ("recall@10 vector by source chunk (a variant counts as its real chunk), default fetch_k",
                        "by source: vector"),
-                      ("recall@10 vector by source chunk, ef_search 100", "by source: vector ef_search 100"),
+                      ("recall@10 vector by source chunk, fetch_k 100", "by source: vector fetch_k 100"),
                       ("recall@10 text arm vs text_search_exact", "text")):
         if key.startswith("by source: "):
             row(name, lambda r, key=key[11:]: fmt_num(r.get("recall_by_source", {}).get(key)))
@@ -1396,7 +1623,7 @@ def facts(results: list[dict]) -> str:
                       f"{h.get('maintenance_work_mem', '?')}, {h.get('parallel_workers', '?')} parallel workers")
     return (f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_mib'] / 1024:.0f} GiB RAM; PostgreSQL {m['postgres']}, "
             f"pgvector {m['pgvector']}; server settings while measuring: {s}. Builds: {'; '.join(builds)}; "
-            f"HNSW m=16, ef_construction=64 (pgvector defaults, as embed.ensure_space creates it).")
+            f"HNSW {hnsw_options(results)} (what embed.ensure_space created when the database was built).")
 
 
 def report(results: list[dict], work: Path) -> str:
@@ -1449,7 +1676,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall",
-                                        "text-recall"))
+                                        "text-recall", "text-bounds", "vector-recall"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -1466,6 +1693,8 @@ def main(argv: list[str] | None = None) -> int:
     bu.add_argument("--parallel-workers", type=int, default=2, help="max_parallel_maintenance_workers (default 2)")
     bu.add_argument("--no-halfvec", action="store_true", help="skip the halfvec index")
     bu.add_argument("--fresh", action="store_true", help="drop scale_N and build it from scratch")
+    bu.add_argument("--rebuild-hnsw", action="store_true",
+                    help="drop the HNSW indexes of a finished build and build them again (current parameters)")
     bu.add_argument("--progress-every", type=float, default=30, help="seconds between progress lines")
     me = ap.add_argument_group("measure")
     me.add_argument("--queries", type=int, default=120, help="query texts (default 120; 202 available)")
@@ -1473,6 +1702,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the exact BM25 reference (text recall) above this many chunks")
     me.add_argument("--postings-depths", type=int, nargs="*", default=[1000, 2500, 5000],
                     help="text-recall: fixed postings a lexeme to compare with the default depth")
+    me.add_argument("--ef-searches", type=int, nargs="*", default=[40, 100, 200, 400, 800, 1000],
+                    help="vector-recall: hnsw.ef_search values to measure each HNSW index at")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
     me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
@@ -1511,6 +1742,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "text-recall":
         for n in args.sizes:
             res = text_recall(args, admin_url, n)
+            if res:
+                print(json.dumps(res, indent=1))
+        return 0
+    if args.command == "text-bounds":
+        for n in args.sizes:
+            res = text_bounds(args, admin_url, n)
+            if res:
+                print(json.dumps(res, indent=1))
+        return 0
+    if args.command == "vector-recall":
+        for n in args.sizes:
+            res = vector_recall(args, admin_url, n)
             if res:
                 print(json.dumps(res, indent=1))
         return 0
