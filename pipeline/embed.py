@@ -31,7 +31,7 @@ HALFVEC_ABOVE = 2000  # pgvector indexes `vector` up to 2000 dimensions, `halfve
 # HNSW graph parameters of a model's index (pgvector's defaults are 16 / 64). On the scale bench's
 # 1M vectors made from real e5 embeddings (docs/scaling.md) m 16 reached recall@10 0.92 at the
 # largest ef_search (1000); m 32 / ef_construction 128 reached 0.95 for 1.2x the index size and
-# ~3x the build time. Most of an index's cost is the embedding, not the insert.
+# 3.6x the build time. Most of an index's cost is the embedding, not the insert.
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 

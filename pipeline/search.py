@@ -41,7 +41,7 @@ MODEL_PROFILES: dict[str, ModelProfile] = {
     # odd tune / even report). Rule: the best tune MRR among the settings that keep the seed questions
     # 7/7 in the top 5 -> a convex mix of min-max normalised scores, 0.6 vector / 0.4 BM25 (RRF with
     # the text arm at 1.25: tune MRR 0.261 vs 0.451). 100 candidates per arm make the vector arm's
-    # HNSW scan near exact (ef_search follows fetch_k). min_similarity: the rule in
+    # HNSW scan near exact (ef_search ≥ 2 × fetch_k). min_similarity: the rule in
     # bench/retrieval_ablation.py (the highest floor refusing <= 5 % of the answerable tune questions).
     "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, fetch_k=100,
                                           min_similarity=0.86),
