@@ -570,6 +570,18 @@ CREATE TABLE IF NOT EXISTS bench_scale_acts (
 """
 
 
+def open_size_db(admin_url: str, n: int, command: str):
+    """An autocommit connection to a built size's database on this code's schema, or None (logged)."""
+    from pipeline import db, schema
+
+    url = size_db(admin_url, n, create=False)
+    if url is None:
+        log(f"[{command} {n}] no database scale_{n}")
+        return None
+    schema.ensure_current(url)
+    return db.connect(url, autocommit=True)
+
+
 def get_state(conn, key: str):
     row = conn.execute("SELECT value FROM bench_scale_state WHERE key = %s", (key,)).fetchone()
     return row[0] if row else None
@@ -951,14 +963,9 @@ def postings_exact_topk(conn, text: str) -> tuple[float, list[int]]:
 def text_recall(args, admin_url: str, n: int) -> dict | None:
     """Text arm recall@10 and latency at each postings depth, against exact BM25 from the postings
     (and against text_search_exact() where it is cheap enough), interleaved per query."""
-    from pipeline import db, schema
-
-    url = size_db(admin_url, n, create=False)
-    if url is None:
-        log(f"[text-recall {n}] no database scale_{n}")
+    conn = open_size_db(admin_url, n, "text-recall")
+    if conn is None:
         return None
-    schema.ensure_current(url)
-    conn = db.connect(url, autocommit=True)
     texts = query_texts(args.eval, args.queries)
     depths = [None] + args.postings_depths  # None: the product's default (1 % of the chunks, at least 25 n)
     with_exact = n <= args.exact_text_max_chunks
@@ -1068,14 +1075,9 @@ def _safe_plan(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, floa
 
 
 def text_bounds(args, admin_url: str, n: int) -> dict | None:
-    from pipeline import db, schema
-
-    url = size_db(admin_url, n, create=False)
-    if url is None:
-        log(f"[text-bounds {n}] no database scale_{n}")
+    conn = open_size_db(admin_url, n, "text-bounds")
+    if conn is None:
         return None
-    schema.ensure_current(url)
-    conn = db.connect(url, autocommit=True)
     texts = query_texts(args.eval, args.queries)
     default_depth = conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
     alphas = (1.0, 0.7, 0.5)
@@ -1145,17 +1147,12 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
     (the planner would pick either); the exact top 10 are cached per query set."""
     from pgvector.psycopg import register_vector
 
-    from pipeline import db, schema
-
-    url = size_db(admin_url, n, create=False)
-    if url is None:
-        log(f"[vector-recall {n}] no database scale_{n}")
+    conn = open_size_db(admin_url, n, "vector-recall")
+    if conn is None:
         return None
-    schema.ensure_current(url)
-    conn = db.connect(url, autocommit=True)
     register_vector(conn)
     texts = query_texts(args.eval, args.queries)
-    vecs = query_vectors(args.work, url, texts)
+    vecs = query_vectors(args.work, size_db(admin_url, n, create=False), texts)
     indexes = hnsw_indexes(conn)
     key = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
     cache = args.work / "results" / f"exact-vector-{n}-{key}.json"
@@ -1739,21 +1736,10 @@ def main(argv: list[str] | None = None) -> int:
         src = load_source(args.work)
         for n in args.sizes:
             build(args, admin_url, src, n)
-    if args.command == "text-recall":
+    per_size = {"text-recall": text_recall, "text-bounds": text_bounds, "vector-recall": vector_recall}
+    if args.command in per_size:
         for n in args.sizes:
-            res = text_recall(args, admin_url, n)
-            if res:
-                print(json.dumps(res, indent=1))
-        return 0
-    if args.command == "text-bounds":
-        for n in args.sizes:
-            res = text_bounds(args, admin_url, n)
-            if res:
-                print(json.dumps(res, indent=1))
-        return 0
-    if args.command == "vector-recall":
-        for n in args.sizes:
-            res = vector_recall(args, admin_url, n)
+            res = per_size[args.command](args, admin_url, n)
             if res:
                 print(json.dumps(res, indent=1))
         return 0

@@ -132,3 +132,21 @@ def test_exact_bm25_from_the_postings_equals_text_search_exact(scratch_url):
             assert from_postings == exhaustive, q
             compared += len(exhaustive) == scale.K
     assert compared >= 15
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.7, 0.5])
+def test_the_safe_text_plan_finds_the_exact_top_10_reading_less_than_the_whole_lists(alpha):
+    """text-bounds' max-score plan (replayed on impact-ordered lists) must return the exhaustive top 10
+    (it asserts so itself) while reading fewer postings than the lists hold."""
+    rng = np.random.default_rng(3)
+    chunks = 20_000
+    lists, exact = [], {}
+    for df, idf in ((12_000, 0.5), (3_000, 1.8), (400, 3.9)):  # a common, a mid and a rare query word
+        ids = rng.choice(chunks, size=df, replace=False)
+        contrib = np.sort(rng.gamma(2.0, 0.5, size=df))[::-1] * idf
+        lists.append((ids.astype(np.int64), contrib))
+        for c, x in zip(ids.tolist(), contrib.tolist()):
+            exact[c] = exact.get(c, 0.0) + x
+    reads, scored = scale._safe_plan(lists, exact, alpha)
+    assert scale.K <= scored < len(exact)
+    assert reads < sum(len(ids) for ids, _ in lists)
