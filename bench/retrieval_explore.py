@@ -122,8 +122,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="also print the report half")
     ap.add_argument("--ranks", action="store_true", help="per tune question: the gold article's rank in each arm")
     ap.add_argument("--pieces", type=Path, help="an npz of piece vectors (owners, hashes, keys, vecs) to score with")
-    ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections"],
-                    help="experiment groups: act-prior, prf, sections (default: all)")
+    ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections", "sentences"],
+                    help="experiment groups: act-prior, prf, sections, sentences (default: all)")
     args = ap.parse_args()
     dev = load_questions(SHARED / "dev_questions.pl.jsonl")
     groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(SHARED / "seed_questions.pl.jsonl")}
@@ -235,6 +235,37 @@ def main() -> None:
         for lam in (0.1, 0.25, 0.5, 1.0):
             evaluate(f"vector + {lam} x section similarity",
                      lambda q, v, t, lam=lam: corpus.articles(arms(q, v, t)[2] + lam * (sec_vecs @ v)[chunk_sec]))
+
+    if "sentences" in args.only:  # a conversational question = situation + question: embed each sentence too
+        sentence_end = re.compile(r"(?<=[.?!])\s+(?=[A-ZĄĆĘŁŃÓŚŹŻ])")
+        sent_vecs: dict = {}
+
+        def sentence_sims(q, v, t) -> list[np.ndarray]:
+            if q.id not in sent_vecs:
+                parts = [x for x in sentence_end.split(q.question.strip()) if x.strip()]
+                sent_vecs[q.id] = [np.asarray(emb.embed_query(x), dtype=np.float32) for x in parts] if len(parts) > 1 else []
+            return [corpus.vecs @ u for u in sent_vecs[q.id]]
+
+        def combined(q, v, t, how: str) -> np.ndarray:
+            full, parts = arms(q, v, t)[2], sentence_sims(q, v, t)
+            if not parts:
+                return full
+            if how == "max":
+                return np.maximum(full, np.max(parts, axis=0))
+            if how == "mean":
+                return (full + np.mean(parts, axis=0)) / 2
+            if how == "last":
+                return (full + parts[-1]) / 2
+            raise ValueError(how)
+
+        multi = sum(1 for q, _, _ in prepared.values() if len(sentence_end.split(q.question.strip())) > 1)
+        print(f"{multi} of {len(prepared)} prepared questions have several sentences", file=sys.stderr)
+        for how in ("max", "mean", "last"):
+            evaluate(f"vector, question + its sentences ({how})",
+                     lambda q, v, t, how=how: corpus.articles(combined(q, v, t, how)))
+            evaluate(f"convex .6/.4 with sentences ({how})", lambda q, v, t, how=how: convex(
+                [(corpus.articles(combined(q, v, t, how)), .6), (arms(q, v, t)[1], .4)]))
+        evaluate("convex .6/.4 (chunks), 100 an arm", lambda q, v, t: convex([(arms(q, v, t)[0], .6), (arms(q, v, t)[1], .4)]))
 
     if args.pieces:  # chunk similarity = the best of its own vector and its pieces' (revision 0006)
         data = np.load(args.pieces)
