@@ -117,13 +117,47 @@ def convex(lists: list[tuple[list, float]], depth: int = 100) -> list:
     return sorted(acc.items(), key=lambda kv: -kv[1])
 
 
+def piece_vectors(conn, emb, texts: dict[str, str], cache: Path, batch: int = 256) -> dict[str, np.ndarray]:
+    """Vectors of ``texts`` (content hash -> embed text): stored embeddings first, then the cache, then
+    the embedder for the rest, saved to the cache after every batch (a long run can be resumed)."""
+    rows = conn.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = %s "
+                        "AND content_sha256 = ANY (%s)", (emb.name, list(texts))).fetchall()
+    conn.rollback()
+    vecs = {h: np.array(e.strip("[]").split(","), dtype=np.float32) for h, e in rows}
+    if cache.exists():
+        z = np.load(cache)
+        vecs.update({h: v for h, v in zip(z["hashes"].tolist(), z["vecs"]) if h in texts and h not in vecs})
+    todo = [h for h in texts if h not in vecs]
+    print(f"{len(texts) - len(todo)} piece vectors stored or cached, {len(todo)} to embed", file=sys.stderr)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    done: dict[str, np.ndarray] = {}
+    if cache.exists():
+        z = np.load(cache)
+        done = dict(zip(z["hashes"].tolist(), z["vecs"]))
+    for i in range(0, len(todo), batch):
+        part = todo[i:i + batch]
+        out = np.asarray(emb.embed_passages([texts[h] for h in part]), dtype=np.float32)
+        vecs.update(zip(part, out))
+        done.update(zip(part, out))
+        tmp = cache.with_name(cache.stem + ".tmp.npz")
+        np.savez(tmp, hashes=np.array(list(done)), vecs=np.vstack(list(done.values())))
+        tmp.replace(cache)
+        print(f"  embedded {min(i + batch, len(todo))}/{len(todo)}", file=sys.stderr, flush=True)
+    return vecs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", action="store_true", help="also print the report half")
     ap.add_argument("--ranks", action="store_true", help="per tune question: the gold article's rank in each arm")
     ap.add_argument("--pieces", type=Path, help="an npz of piece vectors (owners, hashes, keys, vecs) to score with")
-    ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections", "sentences"],
-                    help="experiment groups: act-prior, prf, sections, sentences (default: all)")
+    ap.add_argument("--piece-sizes", type=int, nargs="*", default=[],
+                    help="score the vector arm with pieces cut at these sizes (chars) instead of the stored ones; "
+                         "texts without a stored vector are embedded (cached in --cache, resumable)")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "pipeline-bench",
+                    help="where --piece-sizes keeps the vectors it embedded (default: %(default)s)")
+    ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections", "sentences", "vector-prf"],
+                    help="experiment groups: act-prior, prf, sections, sentences, vector-prf (default: all)")
     args = ap.parse_args()
     dev = load_questions(SHARED / "dev_questions.pl.jsonl")
     groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(SHARED / "seed_questions.pl.jsonl")}
@@ -266,6 +300,64 @@ def main() -> None:
             evaluate(f"convex .6/.4 with sentences ({how})", lambda q, v, t, how=how: convex(
                 [(corpus.articles(combined(q, v, t, how)), .6), (arms(q, v, t)[1], .4)]))
         evaluate("convex .6/.4 (chunks), 100 an arm", lambda q, v, t: convex([(arms(q, v, t)[0], .6), (arms(q, v, t)[1], .4)]))
+
+    if "vector-prf" in args.only:  # Rocchio in the vector space, over the shipped arm (chunks + pieces)
+        rows = conn.execute("""SELECT p.chunk_id, e.embedding::text FROM chunk_pieces p
+                               JOIN embeddings e ON e.content_sha256 = p.content_sha256 AND e.model = %s
+                               WHERE p.chunk_id = ANY (%s)""", (emb.name, corpus.ids)).fetchall()
+        conn.rollback()
+        row_of = {cid: i for i, cid in enumerate(corpus.ids)}
+        p_owner = np.array([row_of[c] for c, _ in rows])
+        p_vecs = np.vstack([np.array(e.strip("[]").split(","), dtype=np.float32) for _, e in rows])
+        print(f"{len(rows)} piece vectors", file=sys.stderr)
+
+        def unit_sim(u: np.ndarray) -> np.ndarray:
+            sim = corpus.vecs @ u
+            np.maximum.at(sim, p_owner, p_vecs @ u)
+            return sim
+
+        def rocchio(q, v, t, m: int, beta: float) -> np.ndarray:
+            """The query vector moved towards the mean of its m best chunks' vectors (weight beta)."""
+            first = unit_sim(v)
+            top = np.argsort(-first)[:m]
+            u = v + beta * corpus.vecs[top].mean(axis=0)
+            return unit_sim(u / np.linalg.norm(u))
+
+        evaluate("vector, chunks + pieces", lambda q, v, t: corpus.articles(unit_sim(v)))
+        evaluate("convex .6/.4 over chunks + pieces", lambda q, v, t: convex(
+            [(corpus.articles(unit_sim(v)), .6), (arms(q, v, t)[1], .4)]))
+        for m, beta in ((3, 0.3), (3, 0.5), (3, 1.0), (5, 0.5), (10, 0.5), (10, 1.0)):
+            evaluate(f"vector Rocchio m {m} beta {beta}", lambda q, v, t, m=m, b=beta: corpus.articles(rocchio(q, v, t, m, b)))
+            evaluate(f"convex .6/.4, Rocchio m {m} beta {beta}", lambda q, v, t, m=m, b=beta: convex(
+                [(corpus.articles(rocchio(q, v, t, m, b)), .6), (arms(q, v, t)[1], .4)]))
+
+    if args.piece_sizes:  # the piece size of revision 0006 (400) was set before measuring: other sizes
+        from pipeline.chunk import chunk_pieces
+
+        rows = conn.execute("""SELECT c.chunk_id, c.embed_text, c.text FROM current_versions v
+                               JOIN chunks c ON c.version_id = v.version_id WHERE NOT c.repealed
+                               ORDER BY c.chunk_id""").fetchall()
+        conn.rollback()
+        assert [r[0] for r in rows] == corpus.ids
+        for size in args.piece_sizes:
+            owners, texts = [], {}
+            for i, (_, embed_text, text) in enumerate(rows):
+                for piece in chunk_pieces(embed_text, text, size):
+                    owners.append((i, piece.content_sha256))
+                    texts[piece.content_sha256] = piece.embed_text
+            vecs = piece_vectors(conn, emb, texts, args.cache / f"pieces-{emb.name}.npz")
+            p_owner = np.array([i for i, _ in owners])
+            p_vecs = np.vstack([vecs[h] for _, h in owners])
+
+            def sized(q, v, t, p_owner=p_owner, p_vecs=p_vecs) -> np.ndarray:
+                sim = arms(q, v, t)[2].copy()
+                np.maximum.at(sim, p_owner, p_vecs @ v)
+                return sim
+
+            print(f"piece size {size}: {len(owners)} pieces", file=sys.stderr)
+            evaluate(f"vector, chunks + pieces of {size}", lambda q, v, t, f=sized: corpus.articles(f(q, v, t)))
+            evaluate(f"convex .6/.4, pieces of {size}", lambda q, v, t, f=sized: convex(
+                [(corpus.articles(f(q, v, t)), .6), (arms(q, v, t)[1], .4)]))
 
     if args.pieces:  # chunk similarity = the best of its own vector and its pieces' (revision 0006)
         data = np.load(args.pieces)
