@@ -1114,6 +1114,40 @@ def _safe_plan(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, floa
     return reads, len(scored)
 
 
+# The arm today is approximate in two places: which postings it reads (a fixed depth per list) and
+# how many of the chunks read it scores exactly (25 n = 1000, best partial sum first). Which one
+# costs the recall? Replayed on the full lists: the same number of postings per query, read either
+# as today or as the best contributions of all lists together (score-at-a-time: a rare word's list
+# read deeper, a common word's less), and then the best `rescored` chunks by partial sum scored
+# exactly. Recall@10 of chunks against the postings-exact top 10.
+ALLOCATION_RESCORED = (1000, 2000, 4000)
+
+
+def _candidate_recall(lists: list[tuple[np.ndarray, np.ndarray]], truth: set[int], depths: list[int],
+                      rescored: int, exact: dict[int, float]) -> float:
+    ids = np.concatenate([i[:d] for (i, _), d in zip(lists, depths)])
+    part = np.concatenate([c[:d] for (_, c), d in zip(lists, depths)])
+    uniq, inv = np.unique(ids, return_inverse=True)
+    sums = np.bincount(inv, weights=part)
+    cand = uniq[np.lexsort((uniq, -sums))[:rescored]].tolist()
+    got = sorted(cand, key=lambda c: (-exact[c], c))[:K]
+    return len(truth & set(got)) / len(truth)
+
+
+def _allocations(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, float], depth: int) -> dict[str, float]:
+    truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:K]}
+    fixed = [min(depth, len(i)) for i, _ in lists]
+    budget = sum(fixed)
+    everything = np.sort(np.concatenate([c for _, c in lists]))[::-1]
+    theta = everything[min(budget, len(everything)) - 1]
+    by_contribution = [int(np.sum(c >= theta)) for _, c in lists]
+    out = {}
+    for r in ALLOCATION_RESCORED:
+        out[f"fixed depth, {r} rescored"] = _candidate_recall(lists, truth, fixed, r, exact)
+        out[f"same budget by contribution, {r} rescored"] = _candidate_recall(lists, truth, by_contribution, r, exact)
+    return out
+
+
 def text_bounds(args, admin_url: str, n: int) -> dict | None:
     conn = open_size_db(admin_url, n, "text-bounds")
     if conn is None:
@@ -1123,6 +1157,7 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
     alphas = (1.0, 0.7, 0.5)
     reads: dict[str, list[int]] = {}
     scored: dict[str, list[int]] = {}
+    allocation: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for text in texts:
         lists = []
@@ -1139,6 +1174,8 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
             for c, x in zip(ids.tolist(), contrib.tolist()):
                 exact[c] = exact.get(c, 0.0) + x
         reads.setdefault("fixed depth (the arm today)", []).append(sum(min(default_depth, len(i)) for i, _ in lists))
+        for name, r in _allocations(lists, exact, default_depth).items():
+            allocation.setdefault(name, []).append(r)
         reads.setdefault("whole lists (exhaustive)", []).append(sum(len(i) for i, _ in lists))
         for a in alphas:
             r, sc = _safe_plan(lists, exact, a)
@@ -1151,7 +1188,8 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
 
     res = {"size": n, "queries": len(reads["whole lists (exhaustive)"]), "default_postings_per_lexeme": default_depth,
            "postings_read": {k: summary(v) for k, v in reads.items()},
-           "chunks_scored": {k: summary(v) for k, v in scored.items()}}
+           "chunks_scored": {k: summary(v) for k, v in scored.items()},
+           "recall_at_equal_budget": {k: statistics.mean(v) for k, v in allocation.items()}}
     conn.close()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     write_atomic(args.work / "results" / f"text-bounds-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
@@ -1203,8 +1241,9 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
         with conn.transaction():
             for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
                 conn.execute(f"SET LOCAL {setting} = off")
-            for v in vecs:
-                exact.append([r[0] for r in conn.execute(HNSW_SCAN.format(cast="vector(384)"), {"m": MODEL, "v": v})])
+            for v in vecs:  # not prepared: a generic plan made with the index scans off would be reused below
+                exact.append([r[0] for r in conn.execute(HNSW_SCAN.format(cast="vector(384)"), {"m": MODEL, "v": v},
+                                                         prepare=False)])
         write_atomic(cache, json.dumps(exact).encode())
     res = {"size": n, "queries": len(texts), "vectors": conn.execute("SELECT count(*) FROM embeddings").fetchone()[0],
            "indexes": []}
@@ -1237,6 +1276,122 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
     conn.close()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     write_atomic(args.work / "results" / f"vector-recall-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
+
+
+# The built databases hold one vector per chunk, but the product stores the vectors of a chunk's
+# pieces too (revision 0006: ~2.5 a chunk on the mirror), so at N chunks its HNSW graph holds ~3.5 N
+# vectors. piece-graph measures that graph on its own: a side table (bench_units) with the size's
+# chunk vectors plus variants of the mirror's real piece vectors in the mirror's ratio (made like the
+# chunk vectors: vary_vector, the same cosine), one HNSW index with the product's m and
+# ef_construction, and the bare scan's recall@10 per ef_search against exact search on the same
+# table. The side table is dropped by `piece-graph --drop`; nothing else reads it.
+UNITS = "bench_units"
+UNITS_SCAN = f"SELECT id FROM {UNITS} ORDER BY embedding <=> %(v)s LIMIT 10"
+
+
+def source_piece_vectors(args) -> tuple[np.ndarray, int]:
+    """The real piece vectors of the source database's current chunks, and its current chunk count."""
+    from pipeline import db
+
+    with db.connect(source_url(args), autocommit=True) as src:
+        src.execute("SET default_transaction_read_only = on")
+        chunks = src.execute("SELECT count(*) FROM current_chunks").fetchone()[0]
+        rows = src.execute(
+            "SELECT e.embedding::text FROM current_chunks c JOIN chunk_pieces p USING (chunk_id) "
+            "JOIN embeddings e ON e.content_sha256 = p.content_sha256 AND e.model = %s "
+            "ORDER BY p.chunk_id, p.piece", (MODEL,)).fetchall()
+    if not rows:
+        raise SystemExit("piece-graph: the source database has no piece vectors (revision 0006, pipeline embed)")
+    return np.array([np.array(r[0].strip("[]").split(","), dtype=np.float32) for r in rows]), chunks
+
+
+def piece_graph(args, admin_url: str, n: int) -> dict | None:
+    from pgvector.psycopg import register_vector
+
+    from pipeline import embed
+
+    conn = open_size_db(admin_url, n, "piece-graph")
+    if conn is None:
+        return None
+    if args.drop:
+        conn.execute(f"DROP TABLE IF EXISTS {UNITS}")
+        conn.execute("DELETE FROM bench_scale_state WHERE key = 'piece_graph'")
+        log(f"[piece-graph {n}] dropped {UNITS}")
+        return None
+    register_vector(conn)
+    built = get_state(conn, "piece_graph")
+    if built is None:
+        pieces, real_chunks = source_piece_vectors(args)
+        target = round(len(pieces) * n / real_chunks)
+        log(f"[piece-graph {n}] {UNITS}: the {n:,} chunk vectors + {target:,} piece vectors "
+            f"(the source's {len(pieces):,} pieces for {real_chunks:,} chunks, varied) ...")
+        t0 = time.perf_counter()
+        conn.execute(f"DROP TABLE IF EXISTS {UNITS}")
+        conn.execute(f"CREATE TABLE {UNITS} (id bigint GENERATED ALWAYS AS IDENTITY, piece boolean NOT NULL, "
+                     f"embedding vector({DIM}) NOT NULL)")
+        conn.execute(f"INSERT INTO {UNITS} (piece, embedding) SELECT false, embedding::vector({DIM}) "
+                     "FROM embeddings WHERE model = %s", (MODEL,))
+        noise_basis = load_source(args.work).noise_basis
+        rng = np.random.default_rng(args.seed)
+        with conn.cursor().copy(f"COPY {UNITS} (piece, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["bool", "vector"])
+            for i in range(target):
+                copy.write_row((True, vary_vector(pieces[i % len(pieces)], noise_basis, rng, args.vector_cos)[0]))
+        load_s = time.perf_counter() - t0
+        log(f"[piece-graph {n}] loaded in {load_s:.0f} s; HNSW (m {embed.HNSW_M}, ef_construction "
+            f"{embed.HNSW_EF_CONSTRUCTION}, maintenance_work_mem {args.maintenance_work_mem}) ...")
+        conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
+        t0 = time.perf_counter()
+        conn.execute(f"CREATE INDEX {UNITS}_hnsw ON {UNITS} USING hnsw (embedding vector_cosine_ops) "
+                     f"WITH (m = {embed.HNSW_M}, ef_construction = {embed.HNSW_EF_CONSTRUCTION})")
+        build_s = time.perf_counter() - t0
+        conn.execute(f"ANALYZE {UNITS}")
+        units, n_pieces = conn.execute(f"SELECT count(*), count(*) FILTER (WHERE piece) FROM {UNITS}").fetchone()
+        built = {"units": units, "pieces": n_pieces, "load_s": load_s, "hnsw_build_s": build_s,
+                 "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{UNITS}_hnsw')").fetchone()[0],
+                 "m": embed.HNSW_M, "ef_construction": embed.HNSW_EF_CONSTRUCTION,
+                 "maintenance_work_mem": args.maintenance_work_mem}
+        set_state(conn, "piece_graph", built)
+        log(f"[piece-graph {n}] index built in {build_s:.0f} s, {mib(built['hnsw_bytes'])}")
+    texts = query_texts(args.eval, args.queries)
+    vecs = query_vectors(args.work, conn, texts)
+    key = hashlib.sha256((json.dumps(texts) + json.dumps(built["units"])).encode()).hexdigest()[:16]
+    cache = args.work / "results" / f"exact-units-{n}-{key}.json"
+    if cache.exists():
+        exact = json.loads(cache.read_text())
+    else:
+        log(f"[piece-graph {n}] exact top 10 of {len(vecs)} queries (sequential scans) ...")
+        exact = []
+        with conn.transaction():
+            for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+                conn.execute(f"SET LOCAL {setting} = off")
+            for v in vecs:  # not prepared: a plan made with the index scans off must not be reused below
+                exact.append([r[0] for r in conn.execute(UNITS_SCAN, {"v": v}, prepare=False)])
+        write_atomic(cache, json.dumps(exact).encode())
+    res = {"size": n, "queries": len(texts), **built, "ef_search": {}}
+    lat: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+    rec: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+    with conn.transaction(force_rollback=True):
+        conn.execute("SET LOCAL enable_seqscan = off")  # the graph's recall, also where a scan would be cheaper
+        for v in vecs[:5]:  # warm-up
+            conn.execute(UNITS_SCAN, {"v": v}, prepare=False).fetchall()
+        for i, (v, truth) in enumerate(zip(vecs, exact)):
+            for ef in args.ef_searches[i % len(args.ef_searches):] + args.ef_searches[:i % len(args.ef_searches)]:
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                t0 = time.perf_counter()
+                got = [r[0] for r in conn.execute(UNITS_SCAN, {"v": v}, prepare=False)]
+                lat[ef].append(time.perf_counter() - t0)
+                rec[ef].append(len(set(got) & set(truth)) / len(truth))
+    for ef in args.ef_searches:
+        res["ef_search"][str(ef)] = {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])}
+    log(f"[piece-graph {n}] {built['units']:,} units: " + "; ".join(
+        f"ef {ef}: {res['ef_search'][str(ef)]['recall']:.3f} / {res['ef_search'][str(ef)]['p50']:.1f} ms"
+        for ef in args.ef_searches))
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"piece-graph-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
     return res
 
 
@@ -1713,7 +1868,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall",
-                                        "text-recall", "text-bounds", "vector-recall"))
+                                        "text-recall", "text-bounds", "vector-recall", "piece-graph"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -1744,7 +1899,8 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--postings-depths", type=int, nargs="*", default=[1000, 2500, 5000],
                     help="text-recall: fixed postings a lexeme to compare with the default depth")
     me.add_argument("--ef-searches", type=int, nargs="*", default=[40, 100, 200, 400, 800, 1000],
-                    help="vector-recall: hnsw.ef_search values to measure each HNSW index at")
+                    help="vector-recall, piece-graph: hnsw.ef_search values to measure each HNSW index at")
+    me.add_argument("--drop", action="store_true", help="piece-graph: drop its side table instead of measuring")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
     me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
@@ -1782,7 +1938,8 @@ def main(argv: list[str] | None = None) -> int:
         src = load_source(args.work)
         for n in args.sizes:
             build(args, admin_url, src, n)
-    per_size = {"text-recall": text_recall, "text-bounds": text_bounds, "vector-recall": vector_recall}
+    per_size = {"text-recall": text_recall, "text-bounds": text_bounds, "vector-recall": vector_recall,
+                "piece-graph": piece_graph}
     if args.command in per_size:
         for n in args.sizes:
             res = per_size[args.command](args, admin_url, n)

@@ -150,3 +150,24 @@ def test_the_safe_text_plan_finds_the_exact_top_10_reading_less_than_the_whole_l
     reads, scored = scale._safe_plan(lists, exact, alpha)
     assert scale.K <= scored < len(exact)
     assert reads < sum(len(ids) for ids, _ in lists)
+
+
+def test_candidate_recall_takes_the_two_approximations_apart():
+    """text-bounds' equal-budget rows: reading every posting and rescoring every chunk is exact; a
+    fixed depth per list spends half the budget on a common word and misses the rare word's deep
+    postings, a budget spent by contribution does not; rescoring too few chunks loses the rest."""
+    common = (np.arange(100, dtype=np.int64), np.linspace(1.0, 0.5, 100))  # chunks 0-99, low weight
+    rare = (np.array([*range(9), 200], dtype=np.int64), np.linspace(9.0, 8.1, 10))  # 0-8 and 200
+    lists = [common, rare]
+    exact: dict[int, float] = {}
+    for ids, contrib in lists:
+        for c, x in zip(ids.tolist(), contrib.tolist()):
+            exact[c] = exact.get(c, 0.0) + x
+    truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:scale.K]}
+    assert truth == {*range(9), 200}
+    everything = [len(i) for i, _ in lists]
+    assert scale._candidate_recall(lists, truth, everything, 10_000, exact) == 1.0
+    rows = scale._allocations(lists, exact, depth=5)  # 10 postings either way
+    assert rows["fixed depth, 1000 rescored"] == pytest.approx(0.5)  # chunks 0-4 only
+    assert rows["same budget by contribution, 1000 rescored"] == 1.0  # the whole rare list
+    assert scale._candidate_recall(lists, truth, everything, 3, exact) == pytest.approx(0.3)
