@@ -1219,6 +1219,28 @@ def hnsw_options(results: list[dict]) -> str:
     return "; ".join(per_size) if per_size else "m=16, ef_construction=64"
 
 
+def ef_sweep(conn, sql: str, params: list[dict], exact: list[list], efs: list[int]) -> dict[str, dict]:
+    """recall@10 and latency of one HNSW scan per hnsw.ef_search value, the values rotated per query
+    (a busy machine slows all alike); call it inside a transaction (SET LOCAL). Never prepared: a
+    generic plan made for one setting would be reused for the others."""
+    lat: dict[int, list[float]] = {ef: [] for ef in efs}
+    rec: dict[int, list[float]] = {ef: [] for ef in efs}
+    for p in params[:5]:  # warm-up
+        conn.execute(sql, p, prepare=False).fetchall()
+    for i, (p, truth) in enumerate(zip(params, exact)):
+        for ef in efs[i % len(efs):] + efs[:i % len(efs)]:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+            t0 = time.perf_counter()
+            got = [r[0] for r in conn.execute(sql, p, prepare=False)]
+            lat[ef].append(time.perf_counter() - t0)
+            rec[ef].append(len(set(got) & set(truth)) / len(truth))
+    return {str(ef): {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])} for ef in efs}
+
+
+def ef_line(per_ef: dict[str, dict]) -> str:
+    return "; ".join(f"ef {ef}: {r['recall']:.3f} / {r['p50']:.1f} ms" for ef, r in per_ef.items())
+
+
 def vector_recall(args, admin_url: str, n: int) -> dict | None:
     """recall@10 and latency of each HNSW index of the model per hnsw.ef_search, against exact search.
     An index is measured with the other indexes of its cast dropped inside a rolled-back transaction
@@ -1249,30 +1271,16 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
            "indexes": []}
     for name, indexdef, options, size in indexes:
         cast = "halfvec(384)" if "halfvec" in indexdef else "vector(384)"
-        entry = {"index": name, "cast": cast, "options": options, "size": size, "ef_search": {}}
-        lat: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
-        rec: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+        entry = {"index": name, "cast": cast, "options": options, "size": size}
         with conn.transaction(force_rollback=True):
             for other, otherdef, *_ in indexes:
                 if other != name and ("halfvec" in otherdef) == ("halfvec" in indexdef):
                     conn.execute(f'DROP INDEX "{other}"')  # rolled back with the transaction
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            for v in vecs[:5]:  # warm-up
-                conn.execute(HNSW_SCAN.format(cast=cast), {"m": MODEL, "v": v}).fetchall()
-            for i, (v, truth) in enumerate(zip(vecs, exact)):
-                efs = args.ef_searches[i % len(args.ef_searches):] + args.ef_searches[:i % len(args.ef_searches)]
-                for ef in efs:
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-                    t0 = time.perf_counter()
-                    got = [r[0] for r in conn.execute(HNSW_SCAN.format(cast=cast), {"m": MODEL, "v": v})]
-                    lat[ef].append(time.perf_counter() - t0)
-                    rec[ef].append(len(set(got) & set(truth)) / len(truth))
-        for ef in args.ef_searches:
-            entry["ef_search"][str(ef)] = {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])}
+            entry["ef_search"] = ef_sweep(conn, HNSW_SCAN.format(cast=cast), [{"m": MODEL, "v": v} for v in vecs],
+                                          exact, args.ef_searches)
         res["indexes"].append(entry)
-        log(f"[vector-recall {n}] {name} ({cast}, {options}): " + "; ".join(
-            f"ef {ef}: {entry['ef_search'][str(ef)]['recall']:.3f} / {entry['ef_search'][str(ef)]['p50']:.1f} ms"
-            for ef in args.ef_searches))
+        log(f"[vector-recall {n}] {name} ({cast}, {options}): {ef_line(entry['ef_search'])}")
     conn.close()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     write_atomic(args.work / "results" / f"vector-recall-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
@@ -1370,25 +1378,11 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
             for v in vecs:  # not prepared: a plan made with the index scans off must not be reused below
                 exact.append([r[0] for r in conn.execute(UNITS_SCAN, {"v": v}, prepare=False)])
         write_atomic(cache, json.dumps(exact).encode())
-    res = {"size": n, "queries": len(texts), **built, "ef_search": {}}
-    lat: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
-    rec: dict[int, list[float]] = {ef: [] for ef in args.ef_searches}
+    res = {"size": n, "queries": len(texts), **built}
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL enable_seqscan = off")  # the graph's recall, also where a scan would be cheaper
-        for v in vecs[:5]:  # warm-up
-            conn.execute(UNITS_SCAN, {"v": v}, prepare=False).fetchall()
-        for i, (v, truth) in enumerate(zip(vecs, exact)):
-            for ef in args.ef_searches[i % len(args.ef_searches):] + args.ef_searches[:i % len(args.ef_searches)]:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-                t0 = time.perf_counter()
-                got = [r[0] for r in conn.execute(UNITS_SCAN, {"v": v}, prepare=False)]
-                lat[ef].append(time.perf_counter() - t0)
-                rec[ef].append(len(set(got) & set(truth)) / len(truth))
-    for ef in args.ef_searches:
-        res["ef_search"][str(ef)] = {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])}
-    log(f"[piece-graph {n}] {built['units']:,} units: " + "; ".join(
-        f"ef {ef}: {res['ef_search'][str(ef)]['recall']:.3f} / {res['ef_search'][str(ef)]['p50']:.1f} ms"
-        for ef in args.ef_searches))
+        res["ef_search"] = ef_sweep(conn, UNITS_SCAN, [{"v": v} for v in vecs], exact, args.ef_searches)
+    log(f"[piece-graph {n}] {built['units']:,} units: {ef_line(res['ef_search'])}")
     conn.close()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     write_atomic(args.work / "results" / f"piece-graph-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
