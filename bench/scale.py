@@ -1328,6 +1328,8 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
         log(f"[piece-graph {n}] dropped {UNITS}")
         return None
     register_vector(conn)
+    m = args.hnsw_m or embed.HNSW_M
+    efc = args.hnsw_ef_construction or embed.HNSW_EF_CONSTRUCTION
     built = get_state(conn, "piece_graph")
     if built is None:
         pieces, real_chunks = source_piece_vectors(args)
@@ -1346,23 +1348,25 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
             copy.set_types(["bool", "vector"])
             for i in range(target):
                 copy.write_row((True, vary_vector(pieces[i % len(pieces)], noise_basis, rng, args.vector_cos)[0]))
-        load_s = time.perf_counter() - t0
-        log(f"[piece-graph {n}] loaded in {load_s:.0f} s; HNSW (m {embed.HNSW_M}, ef_construction "
-            f"{embed.HNSW_EF_CONSTRUCTION}, maintenance_work_mem {args.maintenance_work_mem}) ...")
+        conn.execute(f"ANALYZE {UNITS}")
+        units, n_pieces = conn.execute(f"SELECT count(*), count(*) FILTER (WHERE piece) FROM {UNITS}").fetchone()
+        built = {"units": units, "pieces": n_pieces, "load_s": time.perf_counter() - t0}
+        set_state(conn, "piece_graph", built)
+        log(f"[piece-graph {n}] loaded in {built['load_s']:.0f} s")
+    if (built.get("m"), built.get("ef_construction")) != (m, efc):  # none yet, or other graph options asked
+        log(f"[piece-graph {n}] HNSW (m {m}, ef_construction {efc}, maintenance_work_mem "
+            f"{args.maintenance_work_mem}) ...")
+        conn.execute(f"DROP INDEX IF EXISTS {UNITS}_hnsw")
         conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
         conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
         t0 = time.perf_counter()
         conn.execute(f"CREATE INDEX {UNITS}_hnsw ON {UNITS} USING hnsw (embedding vector_cosine_ops) "
-                     f"WITH (m = {embed.HNSW_M}, ef_construction = {embed.HNSW_EF_CONSTRUCTION})")
-        build_s = time.perf_counter() - t0
-        conn.execute(f"ANALYZE {UNITS}")
-        units, n_pieces = conn.execute(f"SELECT count(*), count(*) FILTER (WHERE piece) FROM {UNITS}").fetchone()
-        built = {"units": units, "pieces": n_pieces, "load_s": load_s, "hnsw_build_s": build_s,
-                 "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{UNITS}_hnsw')").fetchone()[0],
-                 "m": embed.HNSW_M, "ef_construction": embed.HNSW_EF_CONSTRUCTION,
-                 "maintenance_work_mem": args.maintenance_work_mem}
+                     f"WITH (m = {int(m)}, ef_construction = {int(efc)})")
+        built.update({"hnsw_build_s": time.perf_counter() - t0, "m": m, "ef_construction": efc,
+                      "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{UNITS}_hnsw')").fetchone()[0],
+                      "maintenance_work_mem": args.maintenance_work_mem})
         set_state(conn, "piece_graph", built)
-        log(f"[piece-graph {n}] index built in {build_s:.0f} s, {mib(built['hnsw_bytes'])}")
+        log(f"[piece-graph {n}] index built in {built['hnsw_build_s']:.0f} s, {mib(built['hnsw_bytes'])}")
     texts = query_texts(args.eval, args.queries)
     vecs = query_vectors(args.work, conn, texts)
     key = hashlib.sha256((json.dumps(texts) + json.dumps(built["units"])).encode()).hexdigest()[:16]
@@ -1895,6 +1899,10 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--ef-searches", type=int, nargs="*", default=[40, 100, 200, 400, 800, 1000],
                     help="vector-recall, piece-graph: hnsw.ef_search values to measure each HNSW index at")
     me.add_argument("--drop", action="store_true", help="piece-graph: drop its side table instead of measuring")
+    me.add_argument("--hnsw-m", type=int, help="piece-graph: the graph's m (default: the product's, "
+                    "pipeline.embed.HNSW_M); another value rebuilds the side table's index")
+    me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph: the graph's ef_construction (default: "
+                    "the product's)")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
     me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
