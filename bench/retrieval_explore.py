@@ -28,6 +28,19 @@ K = 10
 TSV_ITEM = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
 
+def parse_vector(text: str) -> np.ndarray:
+    """A vector from pgvector's text form ('[0.1,0.2,...]')."""
+    return np.array(text.strip("[]").split(","), dtype=np.float32)
+
+
+def best_unit(chunk_sims: np.ndarray, owner: np.ndarray, unit_vecs: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Each chunk's similarity as the best of its own and its units' (pieces owned by row ``owner``),
+    as the SQL vector arm scores chunks since revision 0006."""
+    sim = chunk_sims.copy()
+    np.maximum.at(sim, owner, unit_vecs @ v)
+    return sim
+
+
 def load(conn, model: str):
     rows = conn.execute(
         """SELECT c.chunk_id, v.eli, c.article, c.tsv::text, e.embedding::text, a.base_eli
@@ -42,7 +55,7 @@ def load(conn, model: str):
         for m in TSV_ITEM.finditer(tsv):
             tf[m.group(1).replace("''", "'")] = len(m.group(2).split(",")) if m.group(2) else 1
         tfs.append(tf)
-        vecs.append(np.array(emb.strip("[]").split(","), dtype=np.float32) if emb else np.zeros(384, np.float32))
+        vecs.append(parse_vector(emb) if emb else np.zeros(384, np.float32))
     return ids, acts, arts, tfs, np.vstack(vecs)
 
 
@@ -123,17 +136,15 @@ def piece_vectors(conn, emb, texts: dict[str, str], cache: Path, batch: int = 25
     rows = conn.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = %s "
                         "AND content_sha256 = ANY (%s)", (emb.name, list(texts))).fetchall()
     conn.rollback()
-    vecs = {h: np.array(e.strip("[]").split(","), dtype=np.float32) for h, e in rows}
-    if cache.exists():
-        z = np.load(cache)
-        vecs.update({h: v for h, v in zip(z["hashes"].tolist(), z["vecs"]) if h in texts and h not in vecs})
-    todo = [h for h in texts if h not in vecs]
-    print(f"{len(texts) - len(todo)} piece vectors stored or cached, {len(todo)} to embed", file=sys.stderr)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    done: dict[str, np.ndarray] = {}
+    done: dict[str, np.ndarray] = {}  # everything the cache holds (other sizes' pieces too): written back whole
     if cache.exists():
         z = np.load(cache)
         done = dict(zip(z["hashes"].tolist(), z["vecs"]))
+    vecs = {h: v for h, v in done.items() if h in texts}
+    vecs.update({h: parse_vector(e) for h, e in rows})
+    todo = [h for h in texts if h not in vecs]
+    print(f"{len(texts) - len(todo)} piece vectors stored or cached, {len(todo)} to embed", file=sys.stderr)
+    cache.parent.mkdir(parents=True, exist_ok=True)
     for i in range(0, len(todo), batch):
         part = todo[i:i + batch]
         out = np.asarray(emb.embed_passages([texts[h] for h in part]), dtype=np.float32)
@@ -308,13 +319,11 @@ def main() -> None:
         conn.rollback()
         row_of = {cid: i for i, cid in enumerate(corpus.ids)}
         p_owner = np.array([row_of[c] for c, _ in rows])
-        p_vecs = np.vstack([np.array(e.strip("[]").split(","), dtype=np.float32) for _, e in rows])
+        p_vecs = np.vstack([parse_vector(e) for _, e in rows])
         print(f"{len(rows)} piece vectors", file=sys.stderr)
 
         def unit_sim(u: np.ndarray) -> np.ndarray:
-            sim = corpus.vecs @ u
-            np.maximum.at(sim, p_owner, p_vecs @ u)
-            return sim
+            return best_unit(corpus.vecs @ u, p_owner, p_vecs, u)
 
         def rocchio(q, v, t, m: int, beta: float) -> np.ndarray:
             """The query vector moved towards the mean of its m best chunks' vectors (weight beta)."""
@@ -350,9 +359,7 @@ def main() -> None:
             p_vecs = np.vstack([vecs[h] for _, h in owners])
 
             def sized(q, v, t, p_owner=p_owner, p_vecs=p_vecs) -> np.ndarray:
-                sim = arms(q, v, t)[2].copy()
-                np.maximum.at(sim, p_owner, p_vecs @ v)
-                return sim
+                return best_unit(arms(q, v, t)[2], p_owner, p_vecs, v)
 
             print(f"piece size {size}: {len(owners)} pieces", file=sys.stderr)
             evaluate(f"vector, chunks + pieces of {size}", lambda q, v, t, f=sized: corpus.articles(f(q, v, t)))
@@ -365,15 +372,13 @@ def main() -> None:
         rows = conn.execute("SELECT content_sha256, embedding::text FROM embeddings WHERE model = %s "
                             "AND content_sha256 = ANY(%s)", (emb.name, list(set(data["hashes"].tolist()) - set(stored)))).fetchall()
         conn.rollback()
-        stored.update({h: np.array(e.strip("[]").split(","), dtype=np.float32) for h, e in rows})
+        stored.update({h: parse_vector(e) for h, e in rows})
         row_of = {cid: i for i, cid in enumerate(corpus.ids)}
         owner = np.array([row_of[int(c)] for c in data["owners"]])
         piece_vecs = np.vstack([stored[h] for h in data["hashes"].tolist()])
 
         def with_pieces(q, v, t) -> np.ndarray:
-            sim = arms(q, v, t)[2].copy()
-            np.maximum.at(sim, owner, piece_vecs @ v)
-            return sim
+            return best_unit(arms(q, v, t)[2], owner, piece_vecs, v)
 
         evaluate("vector, chunks + pieces (max)", lambda q, v, t: corpus.articles(with_pieces(q, v, t)))
         evaluate("rrf tw1.25 over chunks + pieces", lambda q, v, t: rrf(
