@@ -141,6 +141,11 @@ def source_url(args) -> str:
     return db.embedded_url(dataclasses.replace(config.settings(), home=home, database_url=None))
 
 
+def as_array(v) -> np.ndarray:
+    """A pgvector value as psycopg returns it (a Vector, or already numpy) as float32."""
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+
+
 def export(args) -> dict:
     """Copy the current texts of every act (articles, chunks) and their vectors into WORK/source/."""
     from pipeline import db
@@ -172,7 +177,7 @@ def export(args) -> dict:
     acts = conn.execute(
         "SELECT v.version_id, v.eli, a.title, a.meta, v.source_format, v.valid_from "
         "FROM current_versions v JOIN acts a USING (eli) ORDER BY v.eli").fetchall()
-    vec_of = {sha: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32) for sha, v in conn.execute(
+    vec_of = {sha: as_array(v) for sha, v in conn.execute(
         "SELECT e.content_sha256, e.embedding FROM embeddings e WHERE e.model = %s "
         "AND EXISTS (SELECT 1 FROM current_chunks c WHERE c.content_sha256 = e.content_sha256)", (MODEL,))}
     lines, vectors, has = [], [], []
@@ -1306,12 +1311,12 @@ def source_piece_vectors(args) -> tuple[np.ndarray, int]:
         src.execute("SET default_transaction_read_only = on")
         chunks = src.execute("SELECT count(*) FROM current_chunks").fetchone()[0]
         rows = src.execute(
-            "SELECT e.embedding::text FROM current_chunks c JOIN chunk_pieces p USING (chunk_id) "
+            "SELECT e.embedding FROM current_chunks c JOIN chunk_pieces p USING (chunk_id) "
             "JOIN embeddings e ON e.content_sha256 = p.content_sha256 AND e.model = %s "
             "ORDER BY p.chunk_id, p.piece", (MODEL,)).fetchall()
     if not rows:
         raise SystemExit("piece-graph: the source database has no piece vectors (revision 0006, pipeline embed)")
-    return np.array([np.array(r[0].strip("[]").split(","), dtype=np.float32) for r in rows]), chunks
+    return np.array([as_array(r[0]) for r in rows]), chunks
 
 
 def piece_graph(args, admin_url: str, n: int) -> dict | None:
