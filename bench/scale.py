@@ -1203,7 +1203,7 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
 
 # The vector arm's HNSW scan alone (what ef_search and the graph decide), without search_chunks()'s
 # joins and filters: the nearest 10 embeddings of the model through one index, against exact search.
-HNSW_SCAN = ("SELECT content_sha256 FROM embeddings WHERE model = %(m)s "
+HNSW_SCAN = ("SELECT content_sha256, embedding::{cast} <=> %(v)s::{cast} FROM embeddings WHERE model = %(m)s "
              "ORDER BY embedding::{cast} <=> %(v)s::{cast} LIMIT 10")
 
 
@@ -1224,26 +1224,51 @@ def hnsw_options(results: list[dict]) -> str:
     return "; ".join(per_size) if per_size else "m=16, ef_construction=64"
 
 
+# Recall that counts ties: ann-benchmarks' k-NN recall, where a returned vector counts when its
+# distance is within 1e-3 of the exact 10th. The bench's vectors are ~n/10k variants of each real
+# one, close to each other, so the exact top 10 can be one of many equally near sets; the strict
+# figure (the same ids) then counts an equally near variant as a miss.
+TIE_EPS = 1e-3
+
+
 def ef_sweep(conn, sql: str, params: list[dict], exact: list[list], efs: list[int]) -> dict[str, dict]:
-    """recall@10 and latency of one HNSW scan per hnsw.ef_search value, the values rotated per query
-    (a busy machine slows all alike); call it inside a transaction (SET LOCAL). Never prepared: a
-    generic plan made for one setting would be reused for the others."""
+    """recall@10 (strict, and with ties) and latency of one HNSW scan per hnsw.ef_search value, the
+    values rotated per query (a busy machine slows all alike). ``sql`` and the ``exact`` lists give
+    (id, distance) rows. Call it inside a transaction (SET LOCAL). Never prepared: a generic plan made
+    for one setting would be reused for the others."""
     lat: dict[int, list[float]] = {ef: [] for ef in efs}
     rec: dict[int, list[float]] = {ef: [] for ef in efs}
+    ties: dict[int, list[float]] = {ef: [] for ef in efs}
     for p in params[:5]:  # warm-up
         conn.execute(sql, p, prepare=False).fetchall()
     for i, (p, truth) in enumerate(zip(params, exact)):
+        ids, tenth = {t[0] for t in truth}, truth[-1][1]
         for ef in efs[i % len(efs):] + efs[:i % len(efs)]:
             conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
             t0 = time.perf_counter()
-            got = [r[0] for r in conn.execute(sql, p, prepare=False)]
+            got = conn.execute(sql, p, prepare=False).fetchall()
             lat[ef].append(time.perf_counter() - t0)
-            rec[ef].append(len(set(got) & set(truth)) / len(truth))
-    return {str(ef): {"recall": statistics.mean(rec[ef]), **lat_summary(lat[ef])} for ef in efs}
+            rec[ef].append(sum(1 for g in got if g[0] in ids) / len(truth))
+            ties[ef].append(sum(1 for g in got if g[1] <= tenth + TIE_EPS) / len(truth))
+    return {str(ef): {"recall": statistics.mean(rec[ef]), "recall_ties": statistics.mean(ties[ef]),
+                      **lat_summary(lat[ef])} for ef in efs}
 
 
 def ef_line(per_ef: dict[str, dict]) -> str:
-    return "; ".join(f"ef {ef}: {r['recall']:.3f} / {r['p50']:.1f} ms" for ef, r in per_ef.items())
+    return "; ".join(f"ef {ef}: {r['recall']:.3f} ({r['recall_ties']:.3f} with ties) / {r['p50']:.1f} ms"
+                     if "recall_ties" in r else f"ef {ef}: {r['recall']:.3f} / {r['p50']:.1f} ms"
+                     for ef, r in per_ef.items())
+
+
+def exact_scan(conn, sql: str, params: list[dict]) -> list[list]:
+    """(id, distance) of the exact top 10 per query, by sequential scan."""
+    out = []
+    with conn.transaction():
+        for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+            conn.execute(f"SET LOCAL {setting} = off")
+        for p in params:  # not prepared: a plan made with the index scans off must not be reused later
+            out.append([list(r) for r in conn.execute(sql, p, prepare=False)])
+    return out
 
 
 def vector_recall(args, admin_url: str, n: int) -> dict | None:
@@ -1260,17 +1285,11 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
     vecs = query_vectors(args.work, conn, texts)
     indexes = hnsw_indexes(conn)
     key = hashlib.sha256(json.dumps(texts).encode()).hexdigest()[:16]
-    cache = args.work / "results" / f"exact-vector-{n}-{key}.json"
+    cache = args.work / "results" / f"exact-vector-distances-{n}-{key}.json"
     if cache.exists():
         exact = json.loads(cache.read_text())
     else:
-        exact = []
-        with conn.transaction():
-            for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
-                conn.execute(f"SET LOCAL {setting} = off")
-            for v in vecs:  # not prepared: a generic plan made with the index scans off would be reused below
-                exact.append([r[0] for r in conn.execute(HNSW_SCAN.format(cast="vector(384)"), {"m": MODEL, "v": v},
-                                                         prepare=False)])
+        exact = exact_scan(conn, HNSW_SCAN.format(cast="vector(384)"), [{"m": MODEL, "v": v} for v in vecs])
         write_atomic(cache, json.dumps(exact).encode())
     res = {"size": n, "queries": len(texts), "vectors": conn.execute("SELECT count(*) FROM embeddings").fetchone()[0],
            "indexes": []}
@@ -1300,7 +1319,7 @@ def vector_recall(args, admin_url: str, n: int) -> dict | None:
 # ef_construction, and the bare scan's recall@10 per ef_search against exact search on the same
 # table. The side table is dropped by `piece-graph --drop`; nothing else reads it.
 UNITS = "bench_units"
-UNITS_SCAN = f"SELECT id FROM {UNITS} ORDER BY embedding <=> %(v)s LIMIT 10"
+UNITS_SCAN = f"SELECT id, embedding <=> %(v)s FROM {UNITS} ORDER BY embedding <=> %(v)s LIMIT 10"
 
 
 def source_piece_vectors(args) -> tuple[np.ndarray, int]:
@@ -1375,17 +1394,12 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
     texts = query_texts(args.eval, args.queries)
     vecs = query_vectors(args.work, conn, texts)
     key = hashlib.sha256((json.dumps(texts) + json.dumps(built["units"])).encode()).hexdigest()[:16]
-    cache = args.work / "results" / f"exact-units-{n}-{key}.json"
+    cache = args.work / "results" / f"exact-units-distances-{n}-{key}.json"
     if cache.exists():
         exact = json.loads(cache.read_text())
     else:
         log(f"[piece-graph {n}] exact top 10 of {len(vecs)} queries (sequential scans) ...")
-        exact = []
-        with conn.transaction():
-            for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
-                conn.execute(f"SET LOCAL {setting} = off")
-            for v in vecs:  # not prepared: a plan made with the index scans off must not be reused below
-                exact.append([r[0] for r in conn.execute(UNITS_SCAN, {"v": v}, prepare=False)])
+        exact = exact_scan(conn, UNITS_SCAN, [{"v": v} for v in vecs])
         write_atomic(cache, json.dumps(exact).encode())
     res = {"size": n, "queries": len(texts), **built}
     with conn.transaction(force_rollback=True):

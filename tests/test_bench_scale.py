@@ -171,3 +171,28 @@ def test_candidate_recall_takes_the_two_approximations_apart():
     assert rows["fixed depth, 1000 rescored"] == pytest.approx(0.5)  # chunks 0-4 only
     assert rows["same budget by contribution, 1000 rescored"] == 1.0  # the whole rare list
     assert scale._candidate_recall(lists, truth, everything, 3, exact) == pytest.approx(0.3)
+
+
+def test_ef_sweep_counts_an_equally_near_vector_as_a_tie_but_not_as_the_same_id(scratch_url):
+    """Every vector is stored twice, under an even and an odd id: against the exact top 10 of the even
+    copies, a scan of the odd copies finds nothing by id and everything with ties; farther vectors
+    are no ties."""
+    from pipeline import db
+
+    rng = np.random.default_rng(1)
+    vecs = rng.standard_normal((40, 3))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    query = "[1,0,0]"
+    with db.connect(scratch_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE sweep_t (id integer PRIMARY KEY, embedding vector(3))")
+        for i, v in enumerate(vecs):
+            for copy in (0, 1):
+                conn.execute("INSERT INTO sweep_t VALUES (%s, %s)", (2 * i + copy, "[" + ",".join(map(str, v)) + "]"))
+        scan = ("SELECT id, embedding <=> %(v)s FROM sweep_t WHERE id %% 2 = {parity} "
+                "ORDER BY embedding <=> %(v)s LIMIT 10 OFFSET {skip}")
+        exact = scale.exact_scan(conn, scan.format(parity=0, skip=0), [{"v": query}])
+        with conn.transaction(force_rollback=True):
+            twins = scale.ef_sweep(conn, scan.format(parity=1, skip=0), [{"v": query}], exact, [40])["40"]
+            farther = scale.ef_sweep(conn, scan.format(parity=1, skip=10), [{"v": query}], exact, [40])["40"]
+    assert (twins["recall"], twins["recall_ties"]) == (0.0, 1.0)
+    assert (farther["recall"], farther["recall_ties"]) == (0.0, 0.0)
