@@ -1,0 +1,175 @@
+"""Refusal signals against held-out acts: many unanswerable questions without writing any.
+
+The dev set has five unanswerable questions (two on the tune half), too few to calibrate a refusal
+signal. But "not in the documents" means "no ingested act answers it", so each answerable question
+becomes an unanswerable one when its gold acts are left out of the search (`acts` = every other
+current act): same wording, same style, the neighbouring topics still there. For each question of a
+half this runs the hybrid search twice (all acts; gold acts held out) and records, from the hits and
+the question alone (no model call):
+
+- similarity: the vector arm's best cosine (the shipped signal);
+- agreement: the arms agree on an article in the fused top 5 (the shipped second signal);
+- coverage: the best BM25 among the hits over the most any chunk could score for the query's terms
+  (Σ idf × (k1 + 1)): how much of the question's vocabulary the best text match carries;
+- known terms: the share of the question's own lexemes that occur in the searched acts' chunks;
+- peak: the best similarity minus the mean of the top 10 (a question that hits one article stands out);
+- over background: the best similarity minus the question's 1000th best chunk similarity in the
+  searched acts (exact), taking out how close the question is to statutes in general.
+
+It prints, per half, each signal's AUC (answerable vs held-out + real unanswerable: 0.5 is chance),
+the shipped rule's refusals, and for each signal the share of held-out questions refused at the
+threshold that refuses ≤ 5 % of the answerable tune questions (chosen on tune, applied to both).
+
+    PIPELINE_HOME=/work/evaldb/home python bench/refusal_heldout.py [--report] [--json OUT]
+
+Held out this way, a question can still be answered by another act; the held-out refusal rate is
+then a lower bound of what a perfect signal could reach.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from pipeline import db
+from pipeline.embedders import embedder_from_env
+from pipeline.evaluate import Question, load_questions, select_ids
+from pipeline.refusal import decide
+from pipeline.search import search
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
+K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
+SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background")
+
+
+class DocFreq:
+    """Chunks (current, not repealed) that hold a lexeme, outside the held-out acts."""
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+        self.n = conn.execute("SELECT count(*) FROM current_chunks WHERE NOT repealed").fetchone()[0]
+        self.cache: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def __call__(self, lexeme: str, held_out: tuple[str, ...]) -> int:
+        key = (lexeme, held_out)
+        if key not in self.cache:
+            self.cache[key] = self.conn.execute(
+                "SELECT count(*) FROM current_chunks cc JOIN chunks c USING (chunk_id) "
+                "WHERE NOT c.repealed AND cc.eli <> ALL(%s) AND c.tsv @@ to_tsquery('simple', quote_literal(%s))",
+                (list(held_out), lexeme)).fetchone()[0]
+        return self.cache[key]
+
+    def idf(self, d: int) -> float:
+        return math.log(1 + (self.n - d + 0.5) / (d + 0.5))
+
+
+class ChunkVectors:
+    """Every current, non-repealed chunk's vector and act, for the exact background similarities."""
+
+    def __init__(self, conn, model: str) -> None:
+        rows = conn.execute("SELECT cc.eli, e.embedding::text FROM current_chunks cc JOIN embeddings e "
+                            "ON e.content_sha256 = cc.content_sha256 AND e.model = %s WHERE NOT cc.repealed",
+                            (model,)).fetchall()
+        self.acts = np.array([r[0] for r in rows])
+        self.vecs = np.array([r[1].strip("[]").split(",") for r in rows], dtype=np.float32)
+
+    def nth_best(self, conn, emb, question: str, held_out: tuple[str, ...], n: int = 1000) -> float:
+        expansion = conn.execute("SELECT thesaurus_expansion(%s)", (question,)).fetchone()[0]
+        v = np.asarray(emb.embed_query(f"{question} ({expansion})" if expansion else question), dtype=np.float32)
+        sims = self.vecs[~np.isin(self.acts, list(held_out))] @ v
+        return float(np.sort(sims)[-n])
+
+
+def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts: list[str],
+            held_out: tuple[str, ...]) -> dict:
+    hits = search(conn, q.question, emb, k=10, acts=[a for a in acts if a not in held_out])
+    verdict = decide(hits, emb.name)
+    own = conn.execute("SELECT tsvector_to_array(to_tsvector('polish', %s))", (q.question,)).fetchone()[0]
+    terms = conn.execute("SELECT search_terms(%s)", (q.question,)).fetchone()[0]
+    most = sum(df.idf(d) * (K1 + 1) for d in (df(t, held_out) for t in terms) if d > 0)
+    sims = [h.similarity for h in hits if h.similarity is not None]
+    return {
+        "similarity": verdict.similarity,
+        "agreement": None if verdict.agreement is None else float(verdict.agreement),
+        "coverage": max((h.text_score or 0.0) for h in hits) / most if hits and most else 0.0,
+        "known_terms": sum(1 for t in own if df(t, held_out) > 0) / len(own) if own else 1.0,
+        "peak": max(sims) - statistics.mean(sims) if len(sims) > 1 else 0.0,
+        "over_background": (verdict.similarity - background.nth_best(conn, emb, q.question, held_out)
+                            if verdict.similarity is not None else None),
+        "refused": verdict.refused,
+    }
+
+
+def auc(pos: list[float], neg: list[float]) -> float | None:
+    """P(an answerable question scores above an unanswerable one), ties half."""
+    if not pos or not neg:
+        return None
+    return sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg) / (len(pos) * len(neg))
+
+
+def floor_for(answerable: list[float], share: float = 0.05) -> float:
+    """The highest threshold that refuses (value < threshold) at most ``share`` of ``answerable``."""
+    xs = sorted(answerable)
+    allowed = int(share * len(xs))
+    return xs[allowed] if xs else float("-inf")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dev", type=Path, default=SHARED / "dev_questions.pl.jsonl")
+    ap.add_argument("--report", action="store_true", help="also run the report half (aggregates only)")
+    ap.add_argument("--json", type=Path, help="write every question's signals here")
+    args = ap.parse_args()
+    dev = load_questions(args.dev)
+    halves = {"tune": select_ids(dev, "odd")} | ({"report": select_ids(dev, "even")} if args.report else {})
+    conn = db.connect(db.database_url(), autocommit=True)
+    emb = embedder_from_env()
+    acts = [r[0] for r in conn.execute("SELECT eli FROM current_versions ORDER BY eli")]
+    df = DocFreq(conn)
+    background = ChunkVectors(conn, emb.name)
+    rows: list[dict] = []
+
+    def record(q: Question, half: str, kind: str, held_out: tuple[str, ...] = ()) -> None:
+        rows.append({"id": q.id, "half": half, "kind": kind,
+                     **signals(conn, emb, df, background, q, acts, held_out)})
+
+    for half, qs in halves.items():
+        for i, q in enumerate(qs, 1):
+            if q.answerable and all(a in acts for a, _ in q.expect):
+                record(q, half, "answerable")
+                record(q, half, "held-out", tuple(sorted({a for a, _ in q.expect})))
+            elif not q.answerable:
+                record(q, half, "unanswerable")
+            print(f"\r{half} {i}/{len(qs)}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+    def of(half: str, kinds: tuple[str, ...]) -> list[dict]:
+        return [r for r in rows if r["half"] == half and r["kind"] in kinds]
+
+    tune_answerable = of("tune", ("answerable",))
+    floors = {s: floor_for([r[s] for r in tune_answerable if r[s] is not None]) for s in SIGNALS}
+    print(f"model {emb.name}; {len(acts)} acts; a threshold refuses below it, chosen on tune "
+          f"(<= 5 % of its answerable questions refused)")
+    for half in halves:
+        pos, held, unans = of(half, ("answerable",)), of(half, ("held-out",)), of(half, ("unanswerable",))
+        print(f"\n{half}: {len(pos)} answerable, the same {len(held)} with their acts held out, "
+              f"{len(unans)} unanswerable")
+        refused = lambda rs: f"{sum(r['refused'] for r in rs)}/{len(rs)}"  # noqa: E731
+        print(f"  shipped rule refuses: answerable {refused(pos)}, held-out {refused(held)}, "
+              f"unanswerable {refused(unans)}")
+        for s in SIGNALS:
+            a = auc([r[s] for r in pos if r[s] is not None], [r[s] for r in held + unans if r[s] is not None])
+            below = lambda rs: sum(1 for r in rs if r[s] is not None and r[s] < floors[s])  # noqa: E731
+            print(f"  {s:<15} AUC {a:.3f}   at {floors[s]:.3f}: refuses answerable {below(pos)}/{len(pos)}, "
+                  f"held-out {below(held)}/{len(held)}, unanswerable {below(unans)}/{len(unans)}")
+
+
+if __name__ == "__main__":
+    main()
