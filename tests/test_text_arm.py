@@ -235,6 +235,33 @@ def test_index_backed_arm_finds_the_exact_top_10(corpus, share):
     assert recall >= 0.95
 
 
+def test_impact_quantiles_describe_this_corpus_too(corpus):
+    """postings_depths() shares a query's postings budget by impact_quantiles(), measured once on the
+    whole mirror: the postings of this 9-act corpus must be distributed alike (every 5 %, within 0.05)."""
+    with psycopg.connect(corpus, autocommit=True) as c:
+        shipped = c.execute("SELECT impact_quantiles()").fetchone()[0]
+        here = c.execute("SELECT percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY impact) FROM postings",
+                         ([i / 20 for i in range(21)],)).fetchone()[0]
+        assert len(shipped) == 21 and shipped == sorted(shipped)
+        assert max(abs(a - b) for a, b in zip(shipped[1:-1], here[1:-1])) < 0.05, (shipped, here)
+        # impact_share() is the survival function of those quantiles
+        shares = [c.execute("SELECT impact_share(%s)", (x,)).fetchone()[0] for x in (0.0, shipped[10], 3.0)]
+        assert shares == [1.0, pytest.approx(0.5), 0.0]
+
+
+def test_postings_depths_spend_the_budget_rare_lexemes_first(corpus):
+    """Lists of 50 (rare, high idf), 5 000 and 50 000 postings (common) with a budget of 6 000: the
+    rare list is read whole, the rest goes mostly to the rarer of the two long lists, and the reads
+    add up to the budget; a budget that covers every list reads them all."""
+    with psycopg.connect(corpus, autocommit=True) as c:
+        ndocs, idfs = [50, 5000, 50000], [7.0, 3.0, 1.0]
+        depths = c.execute("SELECT postings_depths(%s, %s, 6000)", (ndocs, idfs)).fetchone()[0]
+        assert depths[0] == 50
+        assert depths[1] > depths[2] > 0 and depths[1] < 5000
+        assert abs(sum(depths) - 6000) <= 3  # rounding per list
+        assert c.execute("SELECT postings_depths(%s, %s, 60000)", (ndocs, idfs)).fetchone()[0] == ndocs
+
+
 def python_bm25_top(conn: psycopg.Connection, question: str, k: int) -> list[tuple[int, float]]:
     """Exact BM25 (k1 1.2, b 0.75) of the current, unrepealed chunks, best part per article, from the
     raw tsvectors and document frequencies counted here: independent of lexicon, postings and bm25_*."""
