@@ -1012,28 +1012,32 @@ def text_recall(args, admin_url: str, n: int) -> dict | None:
     if conn is None:
         return None
     texts = query_texts(args.eval, args.queries)
-    depths = [None] + args.postings_depths  # None: the product's default (1 % of the chunks, at least 25 n)
+    # (postings a lexeme, fetch_k): None is the product's default depth (1 % of the chunks, at least
+    # 25 n) and search_chunks' default fetch_k (40 for k 10); fetch_k 100 is the e5 profile's.
+    depths = [(None, None), (None, 100)] + [(d, None) for d in args.postings_depths]
     with_exact = n <= args.exact_text_max_chunks
     lat: dict[str, list[float]] = {}
     got: dict[str, list[list[int]]] = {}
     truth: list[list[int]] = []
     exact: list[list[int]] = []
 
-    def arm(depth: int | None, text: str) -> tuple[float, list[int]]:
+    def arm(depth: int | None, fetch_k: int | None, text: str) -> tuple[float, list[int]]:
         with conn.transaction(force_rollback=True):
             if depth:
                 conn.execute(f"SET LOCAL pipeline.postings_per_lexeme = {int(depth)}")
             t0 = time.perf_counter()
-            rows = conn.execute(SEARCH, {"q": text, "v": None, "m": None, "k": K, "mode": "text", "fk": None}).fetchall()
+            rows = conn.execute(SEARCH, {"q": text, "v": None, "m": None, "k": K, "mode": "text",
+                                         "fk": fetch_k}).fetchall()
             return time.perf_counter() - t0, [r[0] for r in rows]
 
     for text in texts[:5]:  # warm-up
-        arm(None, text)
+        arm(None, None, text)
     t_start = time.perf_counter()
     for i, text in enumerate(texts):
-        for depth in depths[i % len(depths):] + depths[:i % len(depths)]:
-            name = "text arm, default depth" if depth is None else f"text arm, {depth} postings a lexeme"
-            secs, ids = arm(depth, text)
+        for depth, fetch_k in depths[i % len(depths):] + depths[:i % len(depths)]:
+            name = ("text arm, default depth" if depth is None else f"text arm, {depth} postings a lexeme") \
+                + (f", fetch_k {fetch_k}" if fetch_k else "")
+            secs, ids = arm(depth, fetch_k, text)
             lat.setdefault(name, []).append(secs)
             got.setdefault(name, []).append(ids)
         secs, ids = postings_exact_topk(conn, text)
@@ -1056,6 +1060,10 @@ def text_recall(args, admin_url: str, n: int) -> dict | None:
         res["postings_exact_vs_text_search_exact"] = statistics.mean(r) if r else None
         r = [x for x in (recall(a, t) for a, t in zip(got["text arm, default depth"], exact)) if x is not None]
         res["recall_default_vs_text_search_exact"] = statistics.mean(r) if r else None
+        res["recall_vs_text_search_exact"] = {}
+        for name, lists in got.items():
+            r = [x for x in (recall(a, t) for a, t in zip(lists, exact)) if x is not None]
+            res["recall_vs_text_search_exact"][name] = statistics.mean(r) if r else None
     conn.close()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     write_atomic(args.work / "results" / f"text-recall-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
@@ -1119,13 +1127,14 @@ def _safe_plan(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, floa
     return reads, len(scored)
 
 
-# The arm today is approximate in two places: which postings it reads (a fixed depth per list) and
-# how many of the chunks read it scores exactly (25 n = 1000, best partial sum first). Which one
-# costs the recall? Replayed on the full lists: the same number of postings per query, read either
-# as today or as the best contributions of all lists together (score-at-a-time: a rare word's list
-# read deeper, a common word's less), and then the best `rescored` chunks by partial sum scored
-# exactly. Recall@10 of chunks against the postings-exact top 10.
-ALLOCATION_RESCORED = (1000, 2000, 4000)
+# The arm is approximate in two places: which postings it reads and how many of the chunks read it
+# scores exactly (25 n, best partial sum first). Which one costs the recall? Replayed on the full
+# lists: the same number of postings per query, read as a fixed depth per list (the arm until
+# postings_depths()), as the best contributions of all lists together (score-at-a-time: a rare
+# word's list read deeper, a common word's less; needs the lists), or as postings_depths() shares
+# them (from list lengths, idf and impact quantiles alone: the arm now), and then the best
+# `rescored` chunks by partial sum scored exactly. Recall@10 of chunks against the postings-exact top 10.
+ALLOCATION_RESCORED = (1000, 2500, 4000)  # 25 × fetch_k: the default 40, the e5 profile's 100; more
 
 
 def _candidate_recall(lists: list[tuple[np.ndarray, np.ndarray]], truth: set[int], depths: list[int],
@@ -1139,7 +1148,10 @@ def _candidate_recall(lists: list[tuple[np.ndarray, np.ndarray]], truth: set[int
     return len(truth & set(got)) / len(truth)
 
 
-def _allocations(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, float], depth: int) -> dict[str, float]:
+def _allocations(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, float], depth: int,
+                 shared: list[int] | None = None) -> dict[str, float]:
+    """``shared``: the depths postings_depths() gives the lists for the same budget (the arm since
+    it shares the budget by impact quantiles), when known."""
     truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:K]}
     fixed = [min(depth, len(i)) for i, _ in lists]
     budget = sum(fixed)
@@ -1150,6 +1162,8 @@ def _allocations(lists: list[tuple[np.ndarray, np.ndarray]], exact: dict[int, fl
     for r in ALLOCATION_RESCORED:
         out[f"fixed depth, {r} rescored"] = _candidate_recall(lists, truth, fixed, r, exact)
         out[f"same budget by contribution, {r} rescored"] = _candidate_recall(lists, truth, by_contribution, r, exact)
+        if shared is not None:
+            out[f"same budget by postings_depths(), {r} rescored"] = _candidate_recall(lists, truth, shared, r, exact)
     return out
 
 
@@ -1159,27 +1173,35 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
         return None
     texts = query_texts(args.eval, args.queries)
     default_depth = default_postings_depth(conn)
+    has_depths = conn.execute("SELECT to_regprocedure('postings_depths(integer[], double precision[], bigint)') "
+                              "IS NOT NULL").fetchone()[0]
     alphas = (1.0, 0.7, 0.5)
     reads: dict[str, list[int]] = {}
     scored: dict[str, list[int]] = {}
     allocation: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for text in texts:
-        lists = []
-        for lexeme_id, idf in conn.execute(
-                "SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks) FROM lexicon l CROSS JOIN corpus_stats g "
+        lists, ndocs, idfs = [], [], []
+        for lexeme_id, idf, ndoc in conn.execute(
+                "SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks), l.ndoc FROM lexicon l CROSS JOIN corpus_stats g "
                 "WHERE l.lexeme = ANY (search_terms(%s))", (text,)).fetchall():
             rows = np.array(conn.execute("SELECT chunk_id, impact FROM postings WHERE lexeme_id = %s "
                                          "ORDER BY impact DESC, chunk_id", (lexeme_id,)).fetchall(), dtype=np.float64)
             lists.append((rows[:, 0].astype(np.int64), rows[:, 1] * idf))
+            ndocs.append(ndoc)
+            idfs.append(idf)
         if not lists:
             continue
+        shared = None
+        if has_depths:
+            shared = conn.execute("SELECT postings_depths(%s::integer[], %s::float8[], %s)",
+                                  (ndocs, idfs, sum(min(default_depth, d) for d in ndocs))).fetchone()[0]
         exact: dict[int, float] = {}
         for ids, contrib in lists:
             for c, x in zip(ids.tolist(), contrib.tolist()):
                 exact[c] = exact.get(c, 0.0) + x
         reads.setdefault("fixed depth (the arm today)", []).append(sum(min(default_depth, len(i)) for i, _ in lists))
-        for name, r in _allocations(lists, exact, default_depth).items():
+        for name, r in _allocations(lists, exact, default_depth, shared).items():
             allocation.setdefault(name, []).append(r)
         reads.setdefault("whole lists (exhaustive)", []).append(sum(len(i) for i, _ in lists))
         for a in alphas:
