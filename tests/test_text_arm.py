@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from conftest import CORPUS_ACTS, EVAL_DIR, create_database, mirror_text, parsed_act, require_mirror
+from conftest import EVAL_DIR, create_database, mirror_text, parsed_act, require_mirror
 
 from pipeline import schema, store
 
