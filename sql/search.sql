@@ -64,7 +64,6 @@ LANGUAGE sql STABLE AS $$
     GROUP BY c.chunk_id
 $$;
 
-
 -- The impact of a posting (bm25_tf(): k1 1.2, b 0.75) every 5 % of all postings, from the lowest to
 -- the highest, measured on the whole ELI mirror (29 acts, ~10k chunks). A property of the formula
 -- and of statutory text, not of the corpus size: the 100k and 1M chunk scale corpora have the same
@@ -91,8 +90,8 @@ END;
 -- length × impact_share) add up to the budget. A rare lexeme's list is read whole, a common one's
 -- only where its impacts are high. A fixed depth per list read the common lexemes' lists as deep as
 -- the rare ones' and lost recall as the lists grew: at 1M chunks, for the same number of postings,
--- recall@10 against exact BM25 went from 0.902 to 0.940 (1000 chunks scored) and from 0.938 to 0.972
--- (2500), which is what reading by exact contributions reaches (docs/scaling.md).
+-- recall@10 against exact BM25 goes from 0.902 to 0.932 (1000 chunks scored) and from 0.938 to 0.970
+-- (2500), nearly what reading by the exact contributions reaches (0.943 / 0.973; docs/scaling.md).
 CREATE OR REPLACE FUNCTION postings_depths(ndocs integer[], idfs double precision[], budget bigint)
 RETURNS integer[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
