@@ -97,7 +97,8 @@ RETURNS integer[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
 DECLARE
     lo double precision := 0;  -- reads more than the budget
-    hi double precision := 2.2 * (SELECT max(i) FROM unnest(idfs) i);  -- above every contribution
+    -- above every contribution: an impact is at most k1 + 1 = 2.2 (bm25_tf)
+    hi double precision := 2.2 * (SELECT max(i) FROM unnest(idfs) i);
     mid double precision;
 BEGIN
     IF (SELECT sum(n) FROM unnest(ndocs) n) <= budget THEN
