@@ -22,6 +22,7 @@ import numpy as np
 from pipeline import db
 from pipeline.embedders import embedder_from_env
 from pipeline.evaluate import load_questions, select_ids
+from pipeline.search import embedded_query
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K = 10
@@ -185,9 +186,8 @@ def main() -> None:
         for q in qs:
             if not q.answerable or not all(a in have for a, _ in q.expect):
                 continue
-            exp = conn.execute("SELECT thesaurus_expansion(%s)", (q.question,)).fetchone()[0]
             terms = conn.execute("SELECT search_terms(%s)", (q.question,)).fetchone()[0]
-            v = emb.embed_query(f"{q.question} ({exp})" if exp else q.question)
+            v = emb.embed_query(embedded_query(conn, q.question))
             prepared[q.id] = (q, np.asarray(v, dtype=np.float32), terms)
     conn.rollback()
 

