@@ -40,7 +40,7 @@ from pipeline import db
 from pipeline.embedders import embedder_from_env
 from pipeline.evaluate import Question, load_questions, select_ids
 from pipeline.refusal import decide
-from pipeline.search import search
+from pipeline.search import embedded_query, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
@@ -71,17 +71,23 @@ class DocFreq:
 class ChunkVectors:
     """Every current, non-repealed chunk's vector and act, for the exact background similarities."""
 
-    def __init__(self, conn, model: str) -> None:
-        rows = conn.execute("SELECT cc.eli, e.embedding::text FROM current_chunks cc JOIN embeddings e "
-                            "ON e.content_sha256 = cc.content_sha256 AND e.model = %s WHERE NOT cc.repealed",
-                            (model,)).fetchall()
-        self.acts = np.array([r[0] for r in rows])
-        self.vecs = np.array([r[1].strip("[]").split(",") for r in rows], dtype=np.float32)
+    def __init__(self, conn, emb) -> None:
+        from pgvector.psycopg import register_vector
 
-    def nth_best(self, conn, emb, question: str, held_out: tuple[str, ...], n: int = 1000) -> float:
-        expansion = conn.execute("SELECT thesaurus_expansion(%s)", (question,)).fetchone()[0]
-        v = np.asarray(emb.embed_query(f"{question} ({expansion})" if expansion else question), dtype=np.float32)
-        sims = self.vecs[~np.isin(self.acts, list(held_out))] @ v
+        register_vector(conn)
+        rows = conn.execute("SELECT cc.eli, e.embedding FROM current_chunks cc JOIN embeddings e "
+                            "ON e.content_sha256 = cc.content_sha256 AND e.model = %s WHERE NOT cc.repealed",
+                            (emb.name,)).fetchall()
+        self.acts = np.array([r[0] for r in rows])
+        self.vecs = np.array([r[1].to_numpy() for r in rows], dtype=np.float32)
+        self.emb = emb
+        self.queries: dict[str, np.ndarray] = {}  # a question is asked twice (all acts, held out)
+
+    def nth_best(self, conn, question: str, held_out: tuple[str, ...], n: int = 1000) -> float:
+        if question not in self.queries:
+            self.queries[question] = np.asarray(self.emb.embed_query(embedded_query(conn, question)),
+                                                dtype=np.float32)
+        sims = self.vecs[~np.isin(self.acts, list(held_out))] @ self.queries[question]
         return float(np.sort(sims)[-n])
 
 
@@ -99,7 +105,7 @@ def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts:
         "coverage": max((h.text_score or 0.0) for h in hits) / most if hits and most else 0.0,
         "known_terms": sum(1 for t in own if df(t, held_out) > 0) / len(own) if own else 1.0,
         "peak": max(sims) - statistics.mean(sims) if len(sims) > 1 else 0.0,
-        "over_background": (verdict.similarity - background.nth_best(conn, emb, q.question, held_out)
+        "over_background": (verdict.similarity - background.nth_best(conn, q.question, held_out)
                             if verdict.similarity is not None else None),
         "refused": verdict.refused,
     }
@@ -131,7 +137,7 @@ def main() -> None:
     emb = embedder_from_env()
     acts = [r[0] for r in conn.execute("SELECT eli FROM current_versions ORDER BY eli")]
     df = DocFreq(conn)
-    background = ChunkVectors(conn, emb.name)
+    background = ChunkVectors(conn, emb)
     rows: list[dict] = []
 
     def record(q: Question, half: str, kind: str, held_out: tuple[str, ...] = ()) -> None:
