@@ -6,6 +6,7 @@
     python bench/scale.py run --sizes 10000                      # build + measure
     python bench/scale.py status | report                        # where each build stands | last figures
     python bench/scale.py source-recall                          # HNSW recall on the real database itself
+    python bench/scale.py sparse-text --sizes 10000              # BM25 as sparsevec + HNSW, beside the text arm
 
 Source: a real database of the whole mirror (default PIPELINE_HOME=/work/evaldb/home, read only),
 exported once to WORK/source/ (chunk texts, articles, acts, and their multilingual-e5-small vectors).
@@ -1433,6 +1434,170 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
     return res
 
 
+# BM25 as a sparse vector in pgvector (the issue's other index-backed option for the text arm): each
+# chunk's postings as one sparsevec (lexeme_id: impact) in a side table (bench_sparse) with an HNSW
+# index for inner product; a query is the sparsevec of its lexemes' idf, so the inner product is the
+# postings-exact score, Σ idf × impact. sparse-text measures
+#   1. the bare scan's recall@10 per ef_search against the exact top 10 of the same table
+#      (sequential scan);
+#   2. a prototype arm (pg_temp.sparse_arm, below) that takes the graph's best chunks together with
+#      the postings read at a small budget, scores the union exactly as search_text_arm() does, and
+#      returns its best n; interleaved per query with the shipped arm (search_text_arm), each
+#      one's top 10 against the postings-exact top 10 of the full lists;
+#   3. what the graph adds to a write: the time to insert an act's worth of sparse vectors.
+# The side table is dropped by `sparse-text --drop`; nothing else reads it.
+SPARSE = "bench_sparse"
+SPARSE_DIM = 100_000_000  # above any lexicon id; an HNSW index needs a typed dimension
+SPARSE_TABLE = f"""
+CREATE TABLE {SPARSE} AS
+SELECT chunk_id, format('{{%s}}/{SPARSE_DIM}', string_agg(lexeme_id || ':' || impact, ',' ORDER BY lexeme_id))
+                 ::sparsevec({SPARSE_DIM}) AS v
+FROM postings GROUP BY chunk_id
+"""
+SPARSE_SCAN = f"SELECT chunk_id, v <#> %(q)s::sparsevec FROM {SPARSE} ORDER BY v <#> %(q)s::sparsevec LIMIT 10"
+SPARSE_QUERY = f"""
+SELECT format('{{%%s}}/{SPARSE_DIM}', string_agg(l.lexeme_id || ':' || bm25_idf(l.ndoc, g.chunks), ','
+                                               ORDER BY l.lexeme_id))
+FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY ((SELECT search_terms(%s))::text[])  -- search_terms() once, not per row
+"""
+# The prototype: graph candidates (exact postings scores, from the scan) ∪ the n_scored best of the
+# postings read by postings_depths() at `budget`; both scored by bm25_scores() like the shipped arm.
+SPARSE_ARM = f"""
+CREATE FUNCTION pg_temp.sparse_arm(terms text[], graph_k integer, budget bigint, n_scored integer, n integer)
+RETURNS TABLE (chunk_id bigint, text_score real)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_custom_plan AS $fn$
+DECLARE
+    lexemes text[]; lexeme_ids integer[]; ndocs integer[]; idfs double precision[];
+    avg_length double precision; q sparsevec; depths integer[]; ids bigint[];
+BEGIN
+    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.ndoc), array_agg(bm25_idf(l.ndoc, g.chunks)),
+           min(g.avg_length),
+           format('{{%s}}/{SPARSE_DIM}', string_agg(l.lexeme_id || ':' || bm25_idf(l.ndoc, g.chunks), ','
+                                                   ORDER BY l.lexeme_id))::sparsevec
+    INTO lexemes, lexeme_ids, ndocs, idfs, avg_length, q
+    FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (terms);
+    IF lexemes IS NULL THEN
+        RETURN;
+    END IF;
+    depths := postings_depths(ndocs, idfs, least(budget, (SELECT sum(d) FROM unnest(ndocs) d))::bigint);
+    ids := ARRAY(
+        (SELECT s.chunk_id FROM {SPARSE} s ORDER BY s.v <#> q LIMIT graph_k)
+        UNION
+        (SELECT p.chunk_id
+         FROM unnest(lexeme_ids, idfs, depths) u(lexeme_id, idf, depth)
+         CROSS JOIN LATERAL (SELECT p.chunk_id, p.impact FROM postings p WHERE p.lexeme_id = u.lexeme_id
+                             ORDER BY p.impact DESC, p.chunk_id LIMIT u.depth) p
+         GROUP BY p.chunk_id ORDER BY sum(u.idf * p.impact) DESC, p.chunk_id LIMIT n_scored));
+    RETURN QUERY SELECT s.chunk_id, s.text_score FROM bm25_scores(ids, lexemes, idfs, avg_length) s
+                 ORDER BY s.text_score DESC, s.chunk_id LIMIT n;
+END
+$fn$;
+"""
+SPARSE_ARM_EF = 400
+# (graph's best, postings budget as a share of the chunks, chunks scored from the postings)
+SPARSE_ARM_VARIANTS = [(100, 0.002, 300), (100, 0.005, 300), (100, 0.01, 300), (100, 0.01, 1000)]
+
+
+def sparse_text(args, admin_url: str, n: int) -> dict | None:
+    from pipeline import embed
+
+    conn = open_size_db(admin_url, n, "sparse-text")
+    if conn is None:
+        return None
+    if args.drop:
+        conn.execute(f"DROP TABLE IF EXISTS {SPARSE}")
+        conn.execute("DELETE FROM bench_scale_state WHERE key = 'sparse_text'")
+        log(f"[sparse-text {n}] dropped {SPARSE}")
+        return None
+    m = args.hnsw_m or embed.HNSW_M
+    efc = args.hnsw_ef_construction or embed.HNSW_EF_CONSTRUCTION
+    built = get_state(conn, "sparse_text")
+    if built is None:
+        log(f"[sparse-text {n}] {SPARSE}: one sparsevec a chunk from the postings ...")
+        t0 = time.perf_counter()
+        conn.execute(f"DROP TABLE IF EXISTS {SPARSE}")
+        conn.execute(SPARSE_TABLE)
+        built = {"chunks": conn.execute(f"SELECT count(*) FROM {SPARSE}").fetchone()[0],
+                 "max_nonzero": conn.execute("SELECT max(c) FROM (SELECT count(*) AS c FROM postings "
+                                             "GROUP BY chunk_id) s").fetchone()[0],
+                 "load_s": time.perf_counter() - t0,
+                 "table_bytes": conn.execute(f"SELECT pg_table_size('{SPARSE}')").fetchone()[0]}
+        set_state(conn, "sparse_text", built)
+        log(f"[sparse-text {n}] loaded in {built['load_s']:.0f} s, {mib(built['table_bytes'])}")
+    if (built.get("m"), built.get("ef_construction")) != (m, efc):
+        log(f"[sparse-text {n}] HNSW sparsevec_ip_ops (m {m}, ef_construction {efc}) ...")
+        conn.execute(f"DROP INDEX IF EXISTS {SPARSE}_hnsw")
+        conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
+        t0 = time.perf_counter()
+        conn.execute(f"CREATE INDEX {SPARSE}_hnsw ON {SPARSE} USING hnsw (v sparsevec_ip_ops) "
+                     f"WITH (m = {int(m)}, ef_construction = {int(efc)})")
+        built.update({"hnsw_build_s": time.perf_counter() - t0, "m": m, "ef_construction": efc,
+                      "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{SPARSE}_hnsw')").fetchone()[0]})
+        set_state(conn, "sparse_text", built)
+        log(f"[sparse-text {n}] index built in {built['hnsw_build_s']:.0f} s, {mib(built['hnsw_bytes'])}")
+    texts = query_texts(args.eval, args.queries)
+    texts = [t for t in texts if conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]]  # a known lexeme at least
+    params = [{"q": conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]} for t in texts]
+    log(f"[sparse-text {n}] exact top 10 of {len(params)} queries (sequential scans) ...")
+    exact = exact_scan(conn, SPARSE_SCAN, params)
+    res = {"size": n, "queries": len(texts), **built}
+    with conn.transaction(force_rollback=True):
+        conn.execute("SET LOCAL enable_seqscan = off")
+        res["ef_search"] = ef_sweep(conn, SPARSE_SCAN, params, exact, args.ef_searches)
+    log(f"[sparse-text {n}] {built['chunks']:,} chunks, bare scan: {ef_line(res['ef_search'])}")
+    res["arms"] = sparse_arms(conn, texts, n)
+    for name, r in res["arms"].items():
+        log(f"[sparse-text {n}] {name}: recall@10 {r['recall']:.3f}, {r['p50']:.1f} / {r['p95']:.1f} / "
+            f"{r['p99']:.1f} ms p50/p95/p99")
+    with conn.transaction(force_rollback=True):  # an act's worth of writes (214 chunks), graph kept up
+        t0 = time.perf_counter()
+        conn.execute(f"INSERT INTO {SPARSE} SELECT -chunk_id, v FROM {SPARSE} ORDER BY chunk_id LIMIT 214")
+        res["insert_214_ms"] = (time.perf_counter() - t0) * 1000
+    log(f"[sparse-text {n}] 214 sparse vectors inserted into the graph in {res['insert_214_ms']:.0f} ms")
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"sparse-text-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
+
+
+# Σ idf × impact of every chunk over the full postings lists of the query lexemes `terms`.
+POSTINGS_SCORES = """
+SELECT p.chunk_id, sum(bm25_idf(l.ndoc, g.chunks) * p.impact) FROM lexicon l CROSS JOIN corpus_stats g
+JOIN postings p USING (lexeme_id) WHERE l.lexeme = ANY (%s) GROUP BY p.chunk_id
+"""
+
+
+def sparse_arms(conn, texts: list[str], n: int) -> dict[str, dict]:
+    """The shipped text arm and the prototype sparse_arm variants, interleaved per query (rotating
+    order): recall@10 of chunks against the postings-exact top 10 (each arm's rows ranked by that
+    score, as text_two_round does, so that impact drift cannot count), and latency."""
+    conn.execute(SPARSE_ARM)
+    variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%s, NULL, NULL, false, %s)", (k,))
+                for k in (40, 100)}
+    for graph_k, share, n_scored in SPARSE_ARM_VARIANTS:
+        budget = max(1, round(share * n))
+        variants[f"graph {graph_k} (ef {SPARSE_ARM_EF}) + postings {budget} ({share:.1%}), {n_scored} scored"] = (
+            "SELECT chunk_id FROM pg_temp.sparse_arm(%s, %s, %s, %s, 100)", (graph_k, budget, n_scored))
+    names = list(variants)
+    lat: dict[str, list[float]] = {v: [] for v in names}
+    rec: dict[str, list[float]] = {v: [] for v in names}
+    for i, text in enumerate(texts):
+        terms = conn.execute("SELECT search_terms(%s)", (text,)).fetchone()[0]
+        exact = dict(conn.execute(POSTINGS_SCORES, (terms,)).fetchall())
+        truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:K]}
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            sql, extra = variants[name]
+            with conn.transaction(force_rollback=True):
+                conn.execute(f"SET LOCAL hnsw.ef_search = {SPARSE_ARM_EF}")
+                t0 = time.perf_counter()
+                got = [r[0] for r in conn.execute(sql, (terms, *extra), prepare=False)]
+                lat[name].append(time.perf_counter() - t0)
+            top = sorted(got, key=lambda c: (-exact.get(c, 0.0), c))[:K]
+            rec[name].append(len(truth & set(top)) / len(truth))
+    return {v: {"recall": statistics.mean(rec[v]), **lat_summary(lat[v])} for v in names}
+
+
 def recall(got: list[int], truth: list[int]) -> float | None:
     if not truth:
         return None
@@ -1909,7 +2074,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall",
-                                        "text-recall", "text-bounds", "vector-recall", "piece-graph"))
+                                        "text-recall", "text-bounds", "vector-recall", "piece-graph",
+                                        "sparse-text"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -1940,11 +2106,13 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--postings-depths", type=int, nargs="*", default=[1000, 2500, 5000],
                     help="text-recall: fixed postings a lexeme to compare with the default depth")
     me.add_argument("--ef-searches", type=int, nargs="*", default=[40, 100, 200, 400, 800, 1000],
-                    help="vector-recall, piece-graph: hnsw.ef_search values to measure each HNSW index at")
-    me.add_argument("--drop", action="store_true", help="piece-graph: drop its side table instead of measuring")
-    me.add_argument("--hnsw-m", type=int, help="piece-graph: the graph's m (default: the product's, "
+                    help="vector-recall, piece-graph, sparse-text: hnsw.ef_search values to measure each HNSW "
+                         "index at")
+    me.add_argument("--drop", action="store_true",
+                    help="piece-graph, sparse-text: drop the side table instead of measuring")
+    me.add_argument("--hnsw-m", type=int, help="piece-graph, sparse-text: the graph's m (default: the product's, "
                     "pipeline.embed.HNSW_M); another value rebuilds the side table's index")
-    me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph: the graph's ef_construction (default: "
+    me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph, sparse-text: the graph's ef_construction (default: "
                     "the product's)")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
@@ -1984,7 +2152,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             build(args, admin_url, src, n)
     per_size = {"text-recall": text_recall, "text-bounds": text_bounds, "vector-recall": vector_recall,
-                "piece-graph": piece_graph}
+                "piece-graph": piece_graph, "sparse-text": sparse_text}
     if args.command in per_size:
         for n in args.sizes:
             res = per_size[args.command](args, admin_url, n)

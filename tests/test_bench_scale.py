@@ -196,3 +196,43 @@ def test_ef_sweep_counts_an_equally_near_vector_as_a_tie_but_not_as_the_same_id(
             farther = scale.ef_sweep(conn, scan.format(parity=1, skip=10), [{"v": query}], exact, [40])["40"]
     assert twins["recall"] == 0.0 and set(twins["recall_within"].values()) == {1.0}
     assert farther["recall"] == 0.0 and set(farther["recall_within"].values()) == {0.0}
+
+
+def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_finds_the_top_10(scratch_url):
+    """sparse-text's premise: a chunk's sparsevec (lexeme_id: impact) · the query's (lexeme_id: idf) is
+    the chunk's Σ idf × impact over the full postings lists, so the graph's exact top 10 is the
+    postings-exact top 10. And on a corpus this small both the shipped arm and the prototype
+    (graph ∪ postings, scored by bm25_scores) find that top 10."""
+    import hashlib
+    import json
+
+    from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
+    from pipeline import db, store
+
+    require_mirror()
+    with db.connect(scratch_url) as conn:
+        for act in ("DU/2024/1513", "DU/2019/1026"):
+            meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
+            store.store_version(conn, meta, parsed_act(act), model=None,
+                                source_sha256=hashlib.sha256(mirror_text(act)[1]).hexdigest())
+        conn.commit()
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        questions = [json.loads(line)["question"] for line in
+                     (EVAL_DIR / "dev_questions.pl.jsonl").read_text(encoding="utf-8").splitlines()[:12]]
+        with conn.transaction(force_rollback=True):
+            conn.execute(scale.SPARSE_TABLE)
+            compared = 0
+            for q in questions:
+                qv = conn.execute(scale.SPARSE_QUERY, (q,)).fetchone()[0]
+                if qv is None:
+                    continue
+                terms = conn.execute("SELECT search_terms(%s)", (q,)).fetchone()[0]
+                postings = dict(conn.execute(scale.POSTINGS_SCORES, (terms,)).fetchall())
+                graph = conn.execute(scale.SPARSE_SCAN, {"q": qv}).fetchall()  # no index: a sequential scan
+                assert [-d for _, d in graph] == pytest.approx(sorted(postings.values(), reverse=True)[:10], rel=1e-5)
+                assert all(-d == pytest.approx(postings[c], rel=1e-5) for c, d in graph)
+                compared += 1
+            assert compared >= 10
+            arms = scale.sparse_arms(conn, questions, chunks)
+    assert len(arms) == 2 + len(scale.SPARSE_ARM_VARIANTS)
+    assert {name: r["recall"] for name, r in arms.items()} == {name: 1.0 for name in arms}
