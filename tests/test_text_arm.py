@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import statistics
 import threading
 import time
@@ -233,6 +234,29 @@ def test_index_backed_arm_finds_the_exact_top_10(corpus, share):
     if postings:
         assert cut >= len(questions) * 0.9  # the stress case really reads partial lists
     assert recall >= 0.95
+
+
+def test_chunks_scored_exactly_grow_with_the_corpus(corpus):
+    """search_text_arm() scores 25 × fetch_k of its candidates exactly, and 0.25 % of the chunks once
+    the corpus is larger than 400 × that: counted as 4M chunks (corpus_totals, in a rolled-back
+    transaction), the same question gets every candidate scored, more than 1000."""
+    question = "Ile dni urlopu wypoczynkowego przysługuje pracownikowi zatrudnionemu od 10 lat?"
+    seen: list[str] = []
+    with psycopg.connect(corpus) as c:
+        c.add_notice_handler(lambda d: seen.append(d.message_primary)
+                             if d.message_primary.startswith("search_text_arm: index") else None)
+        with c.transaction(force_rollback=True):
+            c.execute("SET LOCAL client_min_messages = debug1")
+            c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()
+            c.execute("UPDATE corpus_totals SET chunks = 4000000")
+            c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()
+            searchable = c.execute("""
+                SELECT count(*) FROM chunks c WHERE c.tsv @@ search_tsquery(%s) AND NOT c.repealed
+                  AND c.version_id IN (SELECT selected_versions(NULL, NULL))""", (question,)).fetchone()[0]
+    (small, read_small), (large, read_large) = [
+        tuple(int(x) for x in re.search(r"(\d+) chunks scored of (\d+) read", m).groups()) for m in seen]
+    assert read_small > 1000 and small <= 1000  # fetch_k 40: 25 × 40 of more candidates
+    assert large == searchable > 1000  # every chunk with a query lexeme (in force, not repealed)
 
 
 def test_impact_quantiles_describe_this_corpus_too(corpus):
