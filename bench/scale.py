@@ -1360,23 +1360,54 @@ def source_piece_vectors(args) -> tuple[np.ndarray, int]:
     return np.array([as_array(r[0]) for r in rows]), chunks
 
 
-def piece_graph(args, admin_url: str, n: int) -> dict | None:
-    from pgvector.psycopg import register_vector
-
+def open_side_table(args, admin_url: str, n: int, command: str, table: str, state_key: str):
+    """For the commands that keep a side table beside a size's data (piece-graph, sparse-text): None
+    when the size is not built, or after `--drop` (the table and its build state removed); else
+    (autocommit connection, the table's build state or None, the graph's m, its ef_construction)."""
     from pipeline import embed
 
-    conn = open_size_db(admin_url, n, "piece-graph")
+    conn = open_size_db(admin_url, n, command)
     if conn is None:
         return None
     if args.drop:
-        conn.execute(f"DROP TABLE IF EXISTS {UNITS}")
-        conn.execute("DELETE FROM bench_scale_state WHERE key = 'piece_graph'")
-        log(f"[piece-graph {n}] dropped {UNITS}")
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute("DELETE FROM bench_scale_state WHERE key = %s", (state_key,))
+        log(f"[{command} {n}] dropped {table}")
+        conn.close()
         return None
+    return (conn, get_state(conn, state_key), args.hnsw_m or embed.HNSW_M,
+            args.hnsw_ef_construction or embed.HNSW_EF_CONSTRUCTION)
+
+
+def build_side_hnsw(conn, args, n: int, command: str, table: str, column_ops: str, state_key: str,
+                    built: dict, m: int, efc: int) -> None:
+    """The side table's HNSW index (`table`_hnsw on `column_ops`), unless one with these m /
+    ef_construction is there; its build time and size go into the build state."""
+    if (built.get("m"), built.get("ef_construction")) == (m, efc):
+        return
+    log(f"[{command} {n}] HNSW {column_ops} (m {m}, ef_construction {efc}, maintenance_work_mem "
+        f"{args.maintenance_work_mem}) ...")
+    conn.execute(f"DROP INDEX IF EXISTS {table}_hnsw")
+    conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+    conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
+    t0 = time.perf_counter()
+    conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw ({column_ops}) "
+                 f"WITH (m = {int(m)}, ef_construction = {int(efc)})")
+    built.update({"hnsw_build_s": time.perf_counter() - t0, "m": m, "ef_construction": efc,
+                  "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{table}_hnsw')").fetchone()[0],
+                  "maintenance_work_mem": args.maintenance_work_mem})
+    set_state(conn, state_key, built)
+    log(f"[{command} {n}] index built in {built['hnsw_build_s']:.0f} s, {mib(built['hnsw_bytes'])}")
+
+
+def piece_graph(args, admin_url: str, n: int) -> dict | None:
+    from pgvector.psycopg import register_vector
+
+    opened = open_side_table(args, admin_url, n, "piece-graph", UNITS, "piece_graph")
+    if opened is None:
+        return None
+    conn, built, m, efc = opened
     register_vector(conn)
-    m = args.hnsw_m or embed.HNSW_M
-    efc = args.hnsw_ef_construction or embed.HNSW_EF_CONSTRUCTION
-    built = get_state(conn, "piece_graph")
     if built is None:
         pieces, real_chunks = source_piece_vectors(args)
         target = round(len(pieces) * n / real_chunks)
@@ -1399,20 +1430,7 @@ def piece_graph(args, admin_url: str, n: int) -> dict | None:
         built = {"units": units, "pieces": n_pieces, "load_s": time.perf_counter() - t0}
         set_state(conn, "piece_graph", built)
         log(f"[piece-graph {n}] loaded in {built['load_s']:.0f} s")
-    if (built.get("m"), built.get("ef_construction")) != (m, efc):  # none yet, or other graph options asked
-        log(f"[piece-graph {n}] HNSW (m {m}, ef_construction {efc}, maintenance_work_mem "
-            f"{args.maintenance_work_mem}) ...")
-        conn.execute(f"DROP INDEX IF EXISTS {UNITS}_hnsw")
-        conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
-        conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
-        t0 = time.perf_counter()
-        conn.execute(f"CREATE INDEX {UNITS}_hnsw ON {UNITS} USING hnsw (embedding vector_cosine_ops) "
-                     f"WITH (m = {int(m)}, ef_construction = {int(efc)})")
-        built.update({"hnsw_build_s": time.perf_counter() - t0, "m": m, "ef_construction": efc,
-                      "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{UNITS}_hnsw')").fetchone()[0],
-                      "maintenance_work_mem": args.maintenance_work_mem})
-        set_state(conn, "piece_graph", built)
-        log(f"[piece-graph {n}] index built in {built['hnsw_build_s']:.0f} s, {mib(built['hnsw_bytes'])}")
+    build_side_hnsw(conn, args, n, "piece-graph", UNITS, "embedding vector_cosine_ops", "piece_graph", built, m, efc)
     texts = query_texts(args.eval, args.queries)
     vecs = query_vectors(args.work, conn, texts)
     key = hashlib.sha256((json.dumps(texts) + json.dumps(built["units"])).encode()).hexdigest()[:16]
@@ -1499,19 +1517,10 @@ SPARSE_ARM_VARIANTS = [(100, 0.002, 300), (100, 0.005, 300), (100, 0.01, 300), (
 
 
 def sparse_text(args, admin_url: str, n: int) -> dict | None:
-    from pipeline import embed
-
-    conn = open_size_db(admin_url, n, "sparse-text")
-    if conn is None:
+    opened = open_side_table(args, admin_url, n, "sparse-text", SPARSE, "sparse_text")
+    if opened is None:
         return None
-    if args.drop:
-        conn.execute(f"DROP TABLE IF EXISTS {SPARSE}")
-        conn.execute("DELETE FROM bench_scale_state WHERE key = 'sparse_text'")
-        log(f"[sparse-text {n}] dropped {SPARSE}")
-        return None
-    m = args.hnsw_m or embed.HNSW_M
-    efc = args.hnsw_ef_construction or embed.HNSW_EF_CONSTRUCTION
-    built = get_state(conn, "sparse_text")
+    conn, built, m, efc = opened
     if built is None:
         log(f"[sparse-text {n}] {SPARSE}: one sparsevec a chunk from the postings ...")
         t0 = time.perf_counter()
@@ -1524,18 +1533,7 @@ def sparse_text(args, admin_url: str, n: int) -> dict | None:
                  "table_bytes": conn.execute(f"SELECT pg_table_size('{SPARSE}')").fetchone()[0]}
         set_state(conn, "sparse_text", built)
         log(f"[sparse-text {n}] loaded in {built['load_s']:.0f} s, {mib(built['table_bytes'])}")
-    if (built.get("m"), built.get("ef_construction")) != (m, efc):
-        log(f"[sparse-text {n}] HNSW sparsevec_ip_ops (m {m}, ef_construction {efc}) ...")
-        conn.execute(f"DROP INDEX IF EXISTS {SPARSE}_hnsw")
-        conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
-        conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
-        t0 = time.perf_counter()
-        conn.execute(f"CREATE INDEX {SPARSE}_hnsw ON {SPARSE} USING hnsw (v sparsevec_ip_ops) "
-                     f"WITH (m = {int(m)}, ef_construction = {int(efc)})")
-        built.update({"hnsw_build_s": time.perf_counter() - t0, "m": m, "ef_construction": efc,
-                      "hnsw_bytes": conn.execute(f"SELECT pg_relation_size('{SPARSE}_hnsw')").fetchone()[0]})
-        set_state(conn, "sparse_text", built)
-        log(f"[sparse-text {n}] index built in {built['hnsw_build_s']:.0f} s, {mib(built['hnsw_bytes'])}")
+    build_side_hnsw(conn, args, n, "sparse-text", SPARSE, "v sparsevec_ip_ops", "sparse_text", built, m, efc)
     texts = query_texts(args.eval, args.queries)
     texts = [t for t in texts if conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]]  # a known lexeme at least
     params = [{"q": conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]} for t in texts]
