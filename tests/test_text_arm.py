@@ -250,9 +250,10 @@ def test_chunks_scored_exactly_grow_with_the_corpus(corpus):
             c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()
             c.execute("UPDATE corpus_totals SET chunks = 4000000")
             c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()
+            tsquery = c.execute("SELECT search_tsquery(%s)::text", (question,)).fetchone()[0]
             searchable = c.execute("""
-                SELECT count(*) FROM chunks c WHERE c.tsv @@ search_tsquery(%s) AND NOT c.repealed
-                  AND c.version_id IN (SELECT selected_versions(NULL, NULL))""", (question,)).fetchone()[0]
+                SELECT count(*) FROM chunks c WHERE c.tsv @@ %s::tsquery AND NOT c.repealed
+                  AND c.version_id IN (SELECT selected_versions(NULL, NULL))""", (tsquery,)).fetchone()[0]
     (small, read_small), (large, read_large) = [
         tuple(int(x) for x in re.search(r"(\d+) chunks scored of (\d+) read", m).groups()) for m in seen]
     assert read_small > 1000 and small <= 1000  # fetch_k 40: 25 × 40 of more candidates
