@@ -1740,6 +1740,23 @@ def applied_ef_search(conn, text: str, vec: np.ndarray, fetch_k: int | None) -> 
     return int(seen[-1].split()[-1]) if seen else None
 
 
+def prewarm(conn) -> dict:
+    """Read every relation of a size's database (tables, TOAST, indexes) into the OS cache with
+    pg_prewarm's 'read' mode, smallest first. At 1M chunks the searches' hot set (~12 GB) is larger
+    than shared_buffers, so without this the latency tails measure whatever earlier jobs left in the
+    OS cache (docs/scaling.md: p99 169 ms on a fresh machine, 366-1047 ms after other bench jobs);
+    a node that serves searches all day has its hot set cached."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    rels = conn.execute("""
+        SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+        WHERE s.nspname NOT IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'i', 't', 'm')
+          AND pg_relation_size(c.oid) > 0
+        ORDER BY pg_relation_size(c.oid)""").fetchall()
+    t0 = time.perf_counter()
+    blocks = sum(conn.execute("SELECT pg_prewarm(%s::regclass, 'read')", (r,)).fetchone()[0] for (r,) in rels)
+    return {"relations": len(rels), "bytes": blocks * 8192, "seconds": time.perf_counter() - t0}
+
+
 def measure(args, admin_url: str, n: int) -> dict | None:
     from pipeline import db, schema
 
@@ -1772,6 +1789,10 @@ def measure(args, admin_url: str, n: int) -> dict | None:
         "SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM articles), (SELECT count(*) FROM chunks), "
         "(SELECT count(*) FROM embeddings)").fetchone()))
     res["hnsw"] = {definition: options for _, definition, options, _ in hnsw_indexes(conn)}
+    if args.prewarm:
+        res["prewarm"] = prewarm(conn)
+        log(f"[measure {n}] prewarmed {res['prewarm']['relations']} relations, {mib(res['prewarm']['bytes'])} "
+            f"in {res['prewarm']['seconds']:.0f} s (OS cache)")
     texts = query_texts(args.eval, args.queries)
     vecs = query_vectors(args.work, conn, texts)
     has_exact_text = conn.execute(
@@ -2006,6 +2027,8 @@ def table(results: list[dict]) -> str:
     for name in other:  # e.g. postings tables of an index-backed text arm
         row(f"size: {name}", rel(name))
     row("load average at start / end", lambda r: f"{r['load_start'][0]:.1f} / {r['load_end'][0]:.1f}")
+    row("prewarmed into the OS cache before measuring", lambda r: (
+        f"{mib(r['prewarm']['bytes'])} in {r['prewarm']['seconds']:.0f} s" if r.get("prewarm") else "no"))
     return "\n".join(lines)
 
 
@@ -2112,6 +2135,8 @@ def main(argv: list[str] | None = None) -> int:
                     "pipeline.embed.HNSW_M); another value rebuilds the side table's index")
     me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph, sparse-text: the graph's ef_construction (default: "
                     "the product's)")
+    me.add_argument("--no-prewarm", dest="prewarm", action="store_false",
+                    help="measure: skip reading each size's database into the OS cache first (pg_prewarm)")
     me.add_argument("--clients", type=int, default=8)
     me.add_argument("--qps-seconds", type=float, default=20)
     me.add_argument("--ingest-act", default="DU/2018/1000", help="a real act of the mirror (default: 214 chunks)")
