@@ -236,3 +236,23 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
             arms = scale.sparse_arms(conn, questions, chunks)
     assert len(arms) == 2 + len(scale.SPARSE_ARM_VARIANTS)
     assert {name: r["recall"] for name, r in arms.items()} == {name: 1.0 for name in arms}
+
+
+def test_prewarm_reads_every_table_and_index_of_the_database(scratch_url):
+    """measure's prewarm: every non-empty relation of the database (tables, TOAST, indexes) read
+    through pg_prewarm, no more than the database holds (the extension is rolled back)."""
+    from pipeline import db
+
+    with db.connect(scratch_url) as conn, conn.transaction(force_rollback=True):
+        conn.execute("""CREATE TABLE prewarm_t AS  -- md5 text does not compress: 3200 characters go to TOAST
+                        SELECT g AS id, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 100) i) AS t
+                        FROM generate_series(1, 50) g""")
+        conn.execute("CREATE INDEX ON prewarm_t (id)")
+        got = scale.prewarm(conn)
+        table, toast, index, database = conn.execute("""
+            SELECT pg_relation_size('prewarm_t'), pg_relation_size(reltoastrelid),
+                   pg_relation_size('prewarm_t_id_idx'), pg_database_size(current_database())
+            FROM pg_class WHERE oid = 'prewarm_t'::regclass""").fetchone()
+    assert toast > 0
+    assert table + toast + index <= got["bytes"] <= database
+    assert got["relations"] >= 3 and got["seconds"] >= 0
