@@ -132,7 +132,7 @@ COMMENT ON FUNCTION postings_depths(integer[], double precision[], bigint) IS
 -- n_scored best. n_postings is 1 % of the chunks (at least 25 n): recall depends on the share of a
 -- list that is read, so a fixed number would lose recall as the corpus grows (docs/benchmarks-search.md);
 -- a session may override it for measurements with SET pipeline.postings_per_lexeme = N. n_scored
--- is 25 n, and grows with the corpus past 400 × that (0.25 % of the chunks): the longer the lists
+-- is 25 n, or 0.25 % of the chunks where that is more (past 400 × 25 n chunks): the longer the lists
 -- beyond what is read, the less a partial sum says, so more candidates need their exact score
 -- (at 1M chunks, 1000 scored found 0.93 of the exact top 10, 2500 found 0.97: docs/scaling.md).
 -- Scan path: every chunk of the selected versions that holds an informative query lexeme (any query
