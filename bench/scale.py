@@ -1469,30 +1469,32 @@ SPARSE_DIM = 100_000_000  # above any lexicon id; an HNSW index needs a typed di
 SPARSE_TABLE = f"""
 CREATE TABLE {SPARSE} AS
 SELECT chunk_id, format('{{%s}}/{SPARSE_DIM}', string_agg(lexeme_id || ':' || impact, ',' ORDER BY lexeme_id))
-                 ::sparsevec({SPARSE_DIM}) AS v
+                 ::sparsevec({SPARSE_DIM}) AS v,
+       count(*) AS nonzero  -- pgvector indexes at most 1000 a vector
 FROM postings GROUP BY chunk_id
 """
 SPARSE_SCAN = f"SELECT chunk_id, v <#> %(q)s::sparsevec FROM {SPARSE} ORDER BY v <#> %(q)s::sparsevec LIMIT 10"
+# The query's sparsevec (lexeme_id: idf) from its lexemes (search_terms(), taken once by the caller:
+# in a WHERE it may be called once per lexicon row); NULL when none is in the lexicon.
 SPARSE_QUERY = f"""
 SELECT format('{{%%s}}/{SPARSE_DIM}', string_agg(l.lexeme_id || ':' || bm25_idf(l.ndoc, g.chunks), ','
                                                ORDER BY l.lexeme_id))
-FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY ((SELECT search_terms(%s))::text[])  -- search_terms() once, not per row
+FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (%s)
 """
 # The prototype: graph candidates (exact postings scores, from the scan) ∪ the n_scored best of the
 # postings read by postings_depths() at `budget`; both scored by bm25_scores() like the shipped arm.
 SPARSE_ARM = f"""
-CREATE FUNCTION pg_temp.sparse_arm(terms text[], graph_k integer, budget bigint, n_scored integer, n integer)
+CREATE FUNCTION pg_temp.sparse_arm(terms text[], q sparsevec, graph_k integer, budget bigint, n_scored integer,
+                                   n integer)
 RETURNS TABLE (chunk_id bigint, text_score real)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_custom_plan AS $fn$
 DECLARE
     lexemes text[]; lexeme_ids integer[]; ndocs integer[]; idfs double precision[];
-    avg_length double precision; q sparsevec; depths integer[]; ids bigint[];
+    avg_length double precision; depths integer[]; ids bigint[];
 BEGIN
     SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.ndoc), array_agg(bm25_idf(l.ndoc, g.chunks)),
-           min(g.avg_length),
-           format('{{%s}}/{SPARSE_DIM}', string_agg(l.lexeme_id || ':' || bm25_idf(l.ndoc, g.chunks), ','
-                                                   ORDER BY l.lexeme_id))::sparsevec
-    INTO lexemes, lexeme_ids, ndocs, idfs, avg_length, q
+           min(g.avg_length)
+    INTO lexemes, lexeme_ids, ndocs, idfs, avg_length
     FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (terms);
     IF lexemes IS NULL THEN
         RETURN;
@@ -1526,31 +1528,33 @@ def sparse_text(args, admin_url: str, n: int) -> dict | None:
         t0 = time.perf_counter()
         conn.execute(f"DROP TABLE IF EXISTS {SPARSE}")
         conn.execute(SPARSE_TABLE)
-        built = {"chunks": conn.execute(f"SELECT count(*) FROM {SPARSE}").fetchone()[0],
-                 "max_nonzero": conn.execute("SELECT max(c) FROM (SELECT count(*) AS c FROM postings "
-                                             "GROUP BY chunk_id) s").fetchone()[0],
-                 "load_s": time.perf_counter() - t0,
+        chunks, max_nonzero = conn.execute(f"SELECT count(*), max(nonzero) FROM {SPARSE}").fetchone()
+        built = {"chunks": chunks, "max_nonzero": max_nonzero, "load_s": time.perf_counter() - t0,
                  "table_bytes": conn.execute(f"SELECT pg_table_size('{SPARSE}')").fetchone()[0]}
         set_state(conn, "sparse_text", built)
         log(f"[sparse-text {n}] loaded in {built['load_s']:.0f} s, {mib(built['table_bytes'])}")
     build_side_hnsw(conn, args, n, "sparse-text", SPARSE, "v sparsevec_ip_ops", "sparse_text", built, m, efc)
-    texts = query_texts(args.eval, args.queries)
-    texts = [t for t in texts if conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]]  # a known lexeme at least
-    params = [{"q": conn.execute(SPARSE_QUERY, (t,)).fetchone()[0]} for t in texts]
+    queries = []  # (terms, sparsevec) of each text with a lexeme in the lexicon
+    for text in query_texts(args.eval, args.queries):
+        terms = conn.execute("SELECT search_terms(%s)", (text,)).fetchone()[0]
+        q = conn.execute(SPARSE_QUERY, (terms,)).fetchone()[0]
+        if q:
+            queries.append((terms, q))
+    params = [{"q": q} for _, q in queries]
     log(f"[sparse-text {n}] exact top 10 of {len(params)} queries (sequential scans) ...")
     exact = exact_scan(conn, SPARSE_SCAN, params)
-    res = {"size": n, "queries": len(texts), **built}
+    res = {"size": n, "queries": len(queries), **built}
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL enable_seqscan = off")
         res["ef_search"] = ef_sweep(conn, SPARSE_SCAN, params, exact, args.ef_searches)
     log(f"[sparse-text {n}] {built['chunks']:,} chunks, bare scan: {ef_line(res['ef_search'])}")
-    res["arms"] = sparse_arms(conn, texts, n)
+    res["arms"] = sparse_arms(conn, queries, n)
     for name, r in res["arms"].items():
         log(f"[sparse-text {n}] {name}: recall@10 {r['recall']:.3f}, {r['p50']:.1f} / {r['p95']:.1f} / "
             f"{r['p99']:.1f} ms p50/p95/p99")
     with conn.transaction(force_rollback=True):  # an act's worth of writes (214 chunks), graph kept up
         t0 = time.perf_counter()
-        conn.execute(f"INSERT INTO {SPARSE} SELECT -chunk_id, v FROM {SPARSE} ORDER BY chunk_id LIMIT 214")
+        conn.execute(f"INSERT INTO {SPARSE} SELECT -chunk_id, v, nonzero FROM {SPARSE} ORDER BY chunk_id LIMIT 214")
         res["insert_214_ms"] = (time.perf_counter() - t0) * 1000
     log(f"[sparse-text {n}] 214 sparse vectors inserted into the graph in {res['insert_214_ms']:.0f} ms")
     conn.close()
@@ -1566,22 +1570,22 @@ JOIN postings p USING (lexeme_id) WHERE l.lexeme = ANY (%s) GROUP BY p.chunk_id
 """
 
 
-def sparse_arms(conn, texts: list[str], n: int) -> dict[str, dict]:
-    """The shipped text arm and the prototype sparse_arm variants, interleaved per query (rotating
-    order): recall@10 of chunks against the postings-exact top 10 (each arm's rows ranked by that
+def sparse_arms(conn, queries: list[tuple[list[str], str]], n: int) -> dict[str, dict]:
+    """The shipped text arm and the prototype sparse_arm variants on each query's (terms, sparsevec),
+    interleaved per query (rotating order): recall@10 of chunks against the postings-exact top 10 (each arm's rows ranked by that
     score, as text_two_round does, so that impact drift cannot count), and latency."""
     conn.execute(SPARSE_ARM)
-    variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%s, NULL, NULL, false, %s)", (k,))
-                for k in (40, 100)}
+    variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%(terms)s, NULL, NULL, false, %(n)s)",
+                                        {"n": k}) for k in (40, 100)}
     for graph_k, share, n_scored in SPARSE_ARM_VARIANTS:
         budget = max(1, round(share * n))
         variants[f"graph {graph_k} (ef {SPARSE_ARM_EF}) + postings {budget} ({share:.1%}), {n_scored} scored"] = (
-            "SELECT chunk_id FROM pg_temp.sparse_arm(%s, %s, %s, %s, 100)", (graph_k, budget, n_scored))
+            "SELECT chunk_id FROM pg_temp.sparse_arm(%(terms)s, %(q)s::sparsevec, %(k)s, %(budget)s, %(scored)s, 100)",
+            {"k": graph_k, "budget": budget, "scored": n_scored})
     names = list(variants)
     lat: dict[str, list[float]] = {v: [] for v in names}
     rec: dict[str, list[float]] = {v: [] for v in names}
-    for i, text in enumerate(texts):
-        terms = conn.execute("SELECT search_terms(%s)", (text,)).fetchone()[0]
+    for i, (terms, q) in enumerate(queries):
         exact = dict(conn.execute(POSTINGS_SCORES, (terms,)).fetchall())
         truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:K]}
         for name in names[i % len(names):] + names[:i % len(names)]:
@@ -1589,7 +1593,7 @@ def sparse_arms(conn, texts: list[str], n: int) -> dict[str, dict]:
             with conn.transaction(force_rollback=True):
                 conn.execute(f"SET LOCAL hnsw.ef_search = {SPARSE_ARM_EF}")
                 t0 = time.perf_counter()
-                got = [r[0] for r in conn.execute(sql, (terms, *extra), prepare=False)]
+                got = [r[0] for r in conn.execute(sql, {"terms": terms, "q": q, **extra}, prepare=False)]
                 lat[name].append(time.perf_counter() - t0)
             top = sorted(got, key=lambda c: (-exact.get(c, 0.0), c))[:K]
             rec[name].append(len(truth & set(top)) / len(truth))

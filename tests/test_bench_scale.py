@@ -221,19 +221,20 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
                      (EVAL_DIR / "dev_questions.pl.jsonl").read_text(encoding="utf-8").splitlines()[:12]]
         with conn.transaction(force_rollback=True):
             conn.execute(scale.SPARSE_TABLE)
-            compared = 0
+            compared, queries = 0, []
             for q in questions:
-                qv = conn.execute(scale.SPARSE_QUERY, (q,)).fetchone()[0]
+                terms = conn.execute("SELECT search_terms(%s)", (q,)).fetchone()[0]
+                qv = conn.execute(scale.SPARSE_QUERY, (terms,)).fetchone()[0]
                 if qv is None:
                     continue
-                terms = conn.execute("SELECT search_terms(%s)", (q,)).fetchone()[0]
+                queries.append((terms, qv))
                 postings = dict(conn.execute(scale.POSTINGS_SCORES, (terms,)).fetchall())
                 graph = conn.execute(scale.SPARSE_SCAN, {"q": qv}).fetchall()  # no index: a sequential scan
                 assert [-d for _, d in graph] == pytest.approx(sorted(postings.values(), reverse=True)[:10], rel=1e-5)
                 assert all(-d == pytest.approx(postings[c], rel=1e-5) for c, d in graph)
                 compared += 1
             assert compared >= 10
-            arms = scale.sparse_arms(conn, questions, chunks)
+            arms = scale.sparse_arms(conn, queries, chunks)
     assert len(arms) == 2 + len(scale.SPARSE_ARM_VARIANTS)
     assert {name: r["recall"] for name, r in arms.items()} == {name: 1.0 for name in arms}
 
