@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from stand_in_http import StandInHandler
+
 
 @dataclass
 class Recorded:
@@ -87,10 +89,7 @@ class ChatStandIn:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
+        class Handler(StandInHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)

@@ -22,8 +22,10 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+
+from stand_in_http import StandInHandler
 
 _ROUTE = re.compile(r"/acts/(DU|MP)/(\d{4})/(\d{1,6})(?:/(text\.pdf|text\.html|struct|references))?")
 _SEARCH = "/acts/search"
@@ -70,12 +72,9 @@ class Fault:
         return cls("empty")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(StandInHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
-        pass
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"

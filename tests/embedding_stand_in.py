@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from stand_in_http import StandInHandler
 
 MODEL = "stand-in-hashed-ngrams"  # no entry in the model table: no e5 prefixes, the default thresholds
 DIMENSIONS = 256  # unlike any real model's, so a mix-up fails loudly
@@ -150,11 +151,8 @@ class OpenAIEmbeddingsStandIn:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(StandInHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()

@@ -20,6 +20,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from stand_in_http import StandInHandler
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -137,11 +139,8 @@ class OllamaStandIn:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(StandInHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
 
             def _send(self, status: int, payload: Any, content_type: str = "application/json; charset=utf-8") -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
