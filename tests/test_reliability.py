@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -442,7 +443,9 @@ def _run_and_kill(args: list[str], env: dict, point: tuple, jitter: float, url: 
 
 
 def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], label: str,
-              embed_model: str | None) -> None:
+              embed_model: str | None, slow_down: Callable[[bool], None] = lambda on: None) -> None:
+    """`slow_down(True)` before each killed run and `slow_down(False)` after it: a service made slow so
+    that kill points land inside its calls needs to be slow only for the runs that get killed."""
     args = _ingest_args(acts, embed_model is not None)
     # Every killed run parses for real, so the kill points land inside the parses (a cached parse is
     # instant). The reference run and the reruns, which are checked for what they store and not
@@ -461,7 +464,11 @@ def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], l
     for i, point in enumerate(points, start=1):
         truncate(url)
         jitter = rng.uniform(0, 0.1) if point[0] != "sql" else 0.0
-        killed, lines = _run_and_kill(args, kill_env, point, jitter, url)
+        slow_down(True)
+        try:
+            killed, lines = _run_and_kill(args, kill_env, point, jitter, url)
+        finally:
+            slow_down(False)
         after_kill = counts(url, TABLES + ("embedding_queue", "embeddings"))
         half_written = broken_versions(url)
         stuck = sum(1 for r in runs(url) if r[1] == "running")
@@ -510,10 +517,16 @@ def test_kill_9_during_ingest_then_rerun_completes_without_duplicates(scratch_ur
 def test_kill_9_during_ingest_with_embedding_then_rerun_and_embed_complete(scratch_url: str) -> None:
     require_mirror()
     with OllamaStandIn({"bge-m3": 1024}) as ollama:
-        ollama.delay = 0.05  # a batch takes a moment, so kills also land inside the drain
         env = {"DATABASE_URL": scratch_url, "EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url,
                "EMBED_MODEL": "bge-m3", "EMBED_BATCH_SIZE": "8"}
-        _kill_run(scratch_url, EMBED_KILL_ACTS, env, EMBED_KILL_POINTS, "embedding via Ollama stand-in", "bge-m3")
+
+        def slow_down(on: bool) -> None:
+            # A batch of the killed run takes a moment, so kills also land inside the drain; the
+            # reference run and the reruns are checked for what they store, and need no delay.
+            ollama.delay = 0.05 if on else 0.0
+
+        _kill_run(scratch_url, EMBED_KILL_ACTS, env, EMBED_KILL_POINTS, "embedding via Ollama stand-in", "bge-m3",
+                  slow_down)
 
 
 def test_text_search_sees_an_act_whose_ingest_died_right_after_its_commit(scratch_url: str) -> None:
