@@ -239,8 +239,11 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $$
     WITH q AS (
         SELECT array_agg(l.lexeme) AS lexemes, array_agg(bm25_idf(l.ndoc, g.chunks)) AS idfs,
                min(g.avg_length) AS avg_length, string_agg(quote_literal(l.lexeme), ' | ')::tsquery AS tsq
-        FROM lexeme_stats l CROSS JOIN corpus_stats g
-        WHERE l.lexeme = ANY (search_terms(query_text))
+        -- The terms as a row source: computed once, whatever plan the lexicon gets (`lexeme = ANY
+        -- (search_terms(…))` is evaluated per row under a sequential scan: seconds a query).
+        FROM unnest(search_terms(query_text)) t(lexeme)
+        JOIN lexeme_stats l ON l.lexeme = t.lexeme
+        CROSS JOIN corpus_stats g
     ),
     matching AS (
         SELECT ARRAY(SELECT c.chunk_id FROM chunks c

@@ -319,6 +319,22 @@ def test_exact_reference_is_bm25(corpus):
                 assert {i for i, _ in got} == {i for i, _ in want[:10]}, q
 
 
+@pytest.mark.parametrize("fn", ["text_search_exact(%s, 10)", "search_chunks(%s, mode => 'text')"])
+def test_a_question_is_turned_into_terms_once_whatever_the_plan(corpus, fn):
+    """Each evaluation of search_terms() reads the thesaurus. Written as `lexeme = ANY (search_terms(q))`
+    and planned as a sequential scan of the lexicon (as on a database not analysed yet), it would be
+    evaluated once per lexicon row: seconds a query. Index scans off force that plan here."""
+    question = "Ile dni urlopu wypoczynkowego przysługuje pracownikowi zatrudnionemu od 10 lat?"
+    with psycopg.connect(corpus) as c, c.transaction(force_rollback=True):
+        for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+            c.execute(f"SET LOCAL {setting} = off")
+        assert c.execute(f"SELECT count(*) FROM {fn}", (question,)).fetchone()[0] == 10
+        scans = c.execute("SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables "
+                          "WHERE relname = 'thesaurus'").fetchone()[0]
+        lexicon = c.execute("SELECT count(*) FROM lexicon").fetchone()[0]
+    assert 1 <= scans <= 2 < lexicon
+
+
 def test_acts_filter_scans_and_returns_k_rows_of_that_act(corpus):
     labour = "Jaki mam okres wypowiedzenia, jeśli pracuję w firmie od 4 lat?"
     with psycopg.connect(corpus, autocommit=True) as c:
