@@ -54,14 +54,15 @@ def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None 
                label: str = "") -> ParsedAct:
     """Parse a PDF or HTML text, or take an earlier parse of the same bytes by the same parser."""
     sha = hashlib.sha256(data).hexdigest()
-    if (parsed := parse_cache.load(sha, fmt)) is not None:
+    with parse_cache.parsing(sha, fmt):  # another process parsing these bytes: wait, then take its result
+        if (parsed := parse_cache.load(sha, fmt)) is not None:
+            if progress:
+                progress(f"{label}: {fmt.upper()} already parsed (cache)")
+            return parsed
         if progress:
-            progress(f"{label}: {fmt.upper()} already parsed (cache)")
-        return parsed
-    if progress:
-        progress(f"{label}: parsing {fmt.upper()}")
-    parsed = _parse(data, fmt)
-    parse_cache.save(sha, fmt, parsed)
+            progress(f"{label}: parsing {fmt.upper()}")
+        parsed = _parse(data, fmt)
+        parse_cache.save(sha, fmt, parsed)
     return parsed
 
 

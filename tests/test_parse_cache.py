@@ -1,11 +1,16 @@
 """The parse cache: identical bytes are parsed once per parser, and the cache can only save time."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import ELI_MIRROR, mirror_text, run_cli
+from conftest import ELI_MIRROR, REPO, mirror_text, run_cli
 
 from pipeline.ingest import parse_text
 from pipeline.parse import cache as parse_cache
@@ -51,6 +56,40 @@ def test_other_bytes_or_another_parser_are_parsed_again(cache: Path, monkeypatch
     assert lines == [f"{ACT}: parsing HTML"]
     assert len(_entries(cache)) == 2
     assert any(p.name.endswith(".0000000000000000.json") for p in _entries(cache))
+
+
+# A process that parses an act's text, saying whether it parsed or read the cache.
+_PARSE_ONE = """
+import sys
+from pathlib import Path
+from pipeline.ingest import parse_text
+parse_text(Path(sys.argv[1]).read_bytes(), sys.argv[2], progress=print, label="act")
+"""
+
+
+def test_processes_parsing_the_same_bytes_at_once_parse_them_once(cache: Path, tmp_path: Path) -> None:
+    """While one process parses a text (here: the test holds that text's lock and parses it itself),
+    two more that want the same bytes wait, then read its result from the cache."""
+    fmt, data = mirror_text(ACT)
+    source = tmp_path / f"text.{fmt}"
+    source.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    env = {**os.environ, parse_cache.ENV: str(cache)}
+    with parse_cache.parsing(sha, fmt):
+        others = [subprocess.Popen([sys.executable, "-c", _PARSE_ONE, str(source), fmt], cwd=REPO, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        time.sleep(1.5)  # long enough for both to reach the lock (a parse of this act takes ~0.1 s)
+        assert [p.poll() for p in others] == [None, None]  # both wait
+        parse_cache.save(sha, fmt, _parse_uncached(data, fmt))
+    outputs = [p.communicate(timeout=60) for p in others]
+    assert [p.returncode for p in others] == [0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == ["act: HTML already parsed (cache)"] * 2
+
+
+def _parse_uncached(data: bytes, fmt: str):
+    from pipeline.ingest import _parse
+
+    return _parse(data, fmt)
 
 
 def test_a_broken_entry_is_a_miss_and_is_replaced(cache: Path) -> None:

@@ -14,9 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, concurrent parses of one text just repeat the work
+    fcntl = None
 
 from ..files import write_atomic
 from .model import Article, ParsedAct
@@ -74,3 +81,25 @@ def save(source_sha256: str, fmt: str, parsed: ParsedAct) -> None:
                 old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only or full disk costs the next ingest a parse, nothing more
+
+
+@contextmanager
+def parsing(source_sha256: str, fmt: str) -> Iterator[None]:
+    """Held while these bytes are parsed, so that a second process about to parse the same text
+    (two ingests at once, parse-ahead workers of another ingest) waits and then reads the first
+    one's result instead of repeating ~10-30 CPU-seconds of work. The OS drops the lock of a process
+    that dies. Without a cache, or where the lock cannot be taken, nothing waits."""
+    directory = cache_dir()
+    fd = None
+    if directory is not None and fcntl is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory / f"{source_sha256}.{fmt}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass  # a read-only folder or a file system without locks: parse without waiting
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
