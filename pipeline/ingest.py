@@ -54,13 +54,14 @@ def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None 
                label: str = "") -> ParsedAct:
     """Parse a PDF or HTML text, or take an earlier parse of the same bytes by the same parser."""
     sha = hashlib.sha256(data).hexdigest()
-    with parse_cache.parsing(sha, fmt):  # another process parsing these bytes: wait, then take its result
+    say = progress or (lambda line: None)
+    kind = fmt.upper()
+    # Another process parsing these bytes: wait for it, then take its result from the cache.
+    with parse_cache.parsing(sha, fmt, on_wait=lambda: say(f"{label}: {kind} being parsed by another process, waiting")):
         if (parsed := parse_cache.load(sha, fmt)) is not None:
-            if progress:
-                progress(f"{label}: {fmt.upper()} already parsed (cache)")
+            say(f"{label}: {kind} already parsed (cache)")
             return parsed
-        if progress:
-            progress(f"{label}: parsing {fmt.upper()}")
+        say(f"{label}: parsing {kind}")
         parsed = _parse(data, fmt)
         parse_cache.save(sha, fmt, parsed)
     return parsed

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from functools import cache
@@ -84,18 +84,24 @@ def save(source_sha256: str, fmt: str, parsed: ParsedAct) -> None:
 
 
 @contextmanager
-def parsing(source_sha256: str, fmt: str) -> Iterator[None]:
+def parsing(source_sha256: str, fmt: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Held while these bytes are parsed, so that a second process about to parse the same text
     (two ingests at once, parse-ahead workers of another ingest) waits and then reads the first
-    one's result instead of repeating ~10-30 CPU-seconds of work. The OS drops the lock of a process
-    that dies. Without a cache, or where the lock cannot be taken, nothing waits."""
+    one's result instead of repeating ~10-30 CPU-seconds of work; ``on_wait`` is called when it has to
+    wait. The OS drops the lock of a process that dies. Without a cache, or where the lock cannot be
+    taken, nothing waits."""
     directory = cache_dir()
     fd = None
     if directory is not None and fcntl is not None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(directory / f"{source_sha256}.{fmt}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait:
+                    on_wait()
+                fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             pass  # a read-only folder or a file system without locks: parse without waiting
     try:
