@@ -71,7 +71,9 @@ class Currency:
             listed = ", ".join(_amendment(a) for a in self.amended_after)
             parts.append(f"później zmieniony {_acts(len(self.amended_after))}: {listed}")
         elif self.amended_after is None:
-            parts.append("metadane ELI nie podają późniejszych zmian")
+            # No check time: the record was made for a local file, no ELI metadata was read.
+            parts.append("metadane ELI nie podają późniejszych zmian" if self.checked_at
+                         else "metadanych ELI nie sprawdzono (tekst z pliku)")
         elif not self.not_in_force:
             parts.append("bez późniejszych zmian według metadanych ELI")
         if self.checked_at:

@@ -46,6 +46,10 @@ def _date(value: Any) -> dt.date | None:
         return None
 
 
+# The key that marks a record made up for a local file with no ELI metadata (ingest.local_meta).
+LOCAL_PROVENANCE = "_provenance"
+
+
 def base_eli(meta: dict) -> str:
     """The act a consolidated text belongs to ("Tekst jednolity dla aktu"), else the act itself."""
     refs = (meta.get("references") or {}).get("Tekst jednolity dla aktu") or []
@@ -63,23 +67,32 @@ def valid_from(meta: dict) -> dt.date | None:
     return None
 
 
-def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
-    """The publication's record, currency included: refreshed on every ingest, changed text or not."""
-    conn.execute(
+def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
+    """The publication's record, currency included: refreshed on every ingest, changed text or not.
+
+    Returns the record in effect. One made up for a local file (``LOCAL_PROVENANCE``: no ELI metadata
+    beside it) never replaces a record read from the ELI API: that one is kept (its base act, dates,
+    currency and the time it was checked) and returned, since the file is a text of the same publication.
+    """
+    local = LOCAL_PROVENANCE in meta
+    row = conn.execute(
         """
         INSERT INTO acts (eli, publisher, year, pos, title, act_type, status, in_force, base_eli,
                           announcement_date, promulgation_date, legal_status_date, entry_into_force,
                           expiration_date, meta, updated_at, amended_after, change_date, checked_at)
         VALUES (%(eli)s, %(publisher)s, %(year)s, %(pos)s, %(title)s, %(type)s, %(status)s, %(in_force)s,
                 %(base)s, %(ann)s, %(prom)s, %(lsd)s, %(eif)s, %(exp)s, %(meta)s, now(),
-                %(amended_after)s, %(change_date)s, now())
+                %(amended_after)s, %(change_date)s, CASE WHEN %(local)s THEN NULL ELSE now() END)
         ON CONFLICT (eli) DO UPDATE SET
             title = EXCLUDED.title, act_type = EXCLUDED.act_type, status = EXCLUDED.status,
             in_force = EXCLUDED.in_force, base_eli = EXCLUDED.base_eli,
             announcement_date = EXCLUDED.announcement_date, promulgation_date = EXCLUDED.promulgation_date,
             legal_status_date = EXCLUDED.legal_status_date, entry_into_force = EXCLUDED.entry_into_force,
             expiration_date = EXCLUDED.expiration_date, meta = EXCLUDED.meta, updated_at = now(),
-            amended_after = EXCLUDED.amended_after, change_date = EXCLUDED.change_date, checked_at = now()
+            amended_after = EXCLUDED.amended_after, change_date = EXCLUDED.change_date,
+            checked_at = EXCLUDED.checked_at
+        WHERE NOT (%(local)s AND NOT coalesce(acts.meta ? %(provenance)s, true))
+        RETURNING meta
         """,
         {
             "eli": meta["ELI"], "publisher": meta.get("publisher"), "year": meta.get("year"),
@@ -88,8 +101,12 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> None:
             "ann": _date(meta.get("announcementDate")), "prom": _date(meta.get("promulgation")),
             "lsd": _date(meta.get("legalStatusDate")), "eif": _date(meta.get("entryIntoForce")),
             "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta), **currency.columns(meta),
+            "local": local, "provenance": LOCAL_PROVENANCE,
         },
-    )
+    ).fetchone()
+    if row is not None:
+        return meta
+    return conn.execute("SELECT meta FROM acts WHERE eli = %s", (meta["ELI"],)).fetchone()[0]
 
 
 def refresh_act(conn: psycopg.Connection, meta: dict) -> None:
@@ -124,7 +141,7 @@ def store_version(
     text_hash = chunking.text_sha256(articles)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(eli),))
-        upsert_act(conn, meta)
+        meta = upsert_act(conn, meta)
         latest = conn.cursor(row_factory=dict_row).execute(
             "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
             "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",

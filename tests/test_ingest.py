@@ -376,6 +376,37 @@ def test_local_files_take_the_act_from_the_name_or_act(scratch_url: str, tmp_pat
     assert title.casefold() == "ustawa z dnia 27 marca 2026 r. o zarządzaniu danymi"  # as printed: "USTAWA z dnia"
     assert meta["_provenance"] == "local file D20260548.pdf"
     assert _counts(scratch_url)[:2] == (2, 2)
+    with _db(scratch_url) as c:  # no ELI record was read, so none was checked
+        assert c.execute("SELECT checked_at FROM acts WHERE eli = 'DU/2026/548'").fetchone()[0] is None
+
+
+def test_a_local_file_of_an_act_read_from_the_api_keeps_its_record(scratch_url: str, tmp_path: Path) -> None:
+    """The file is a text of the publication the API described: its base act, currency and check time
+    stay, for the stored version and for a new one (a local file has no metadata of its own)."""
+    mirror = require_mirror()
+    env = {"DATABASE_URL": scratch_url}
+    meta = json.loads((mirror / "acts" / KODEKS_PRACY / "meta.json").read_bytes())
+    with _db(scratch_url) as c:  # as an ingest from the API stores it (the text made short: no PDF parse)
+        store.store_version(c, meta, ParsedAct([Article("1", "Art. 1. Ustawa określa prawa pracownika.")],
+                                               source_format="pdf"), source_sha256="0" * 64, model=None)
+        c.execute("UPDATE acts SET checked_at = '2026-11-30 12:00+00' WHERE eli = %s", (KODEKS_PRACY,))
+        c.commit()
+        record = c.execute("SELECT base_eli, in_force, amended_after, checked_at, meta FROM acts WHERE eli = %s",
+                           (KODEKS_PRACY,)).fetchone()
+    assert record[0] == "DU/1974/141" and record[1] == "IN_FORCE" and record[2]
+    html = tmp_path / "kodeks.html"  # any text will do: a different one makes a new version
+    shutil.copy(mirror / "acts" / PATIENT_RIGHTS / "text.html", html)
+    for expected in ("new", "unchanged"):
+        done = run_cli("ingest", str(html), "--act", KODEKS_PRACY, "--no-embed", "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["acts"][0]["status"] == expected
+        with _db(scratch_url) as c:
+            assert c.execute("SELECT base_eli, in_force, amended_after, checked_at, meta FROM acts WHERE eli = %s",
+                             (KODEKS_PRACY,)).fetchone() == record
+            assert c.execute("SELECT array_agg(base_eli ORDER BY version_no) FROM act_versions WHERE eli = %s",
+                             (KODEKS_PRACY,)).fetchone()[0] == ["DU/1974/141", "DU/1974/141"]
+    shown = run_cli("show", "DU/1974/141", "1", env=env)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{KODEKS_PRACY} art. 1 (version 2"), shown.stderr
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [
