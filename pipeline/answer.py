@@ -396,6 +396,7 @@ class Asked:
     streamed: bool = False  # the text already went to on_token as it was written
     currency: dict = field(default_factory=dict)  # cited act -> its currency (pipeline.currency.Currency)
     currency_warning: str | None = None  # one Polish line when a cited act was amended since, or is not in force
+    warnings: list[str] = field(default_factory=list)  # what made the search incomplete (search.vector_gap)
 
     def to_dict(self) -> dict:
         result = self.answer
@@ -408,7 +409,7 @@ class Asked:
             "cost_usd": result.cost_usd, "top_similarity": self.refusal.similarity,
             "threshold": self.refusal.min_similarity, "note": self.note, "refusal": self.refusal.to_dict(),
             "currency": {eli: c.to_dict() for eli, c in self.currency.items()},
-            "currency_warning": self.currency_warning,
+            "currency_warning": self.currency_warning, "warnings": self.warnings,
         }
 
 
@@ -463,7 +464,7 @@ def answer_question(
     """
     from .extractive import extractive_answer
     from .refusal import decide
-    from .search import checked_search
+    from .search import checked_search, vector_gap
 
     use_model = config.configured and not offline
     searched = question
@@ -476,7 +477,7 @@ def answer_question(
     hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits])
-    conn.rollback()  # read-only: no transaction stays open while a model writes
+    gap = vector_gap(conn, embedder.name)  # ends the read-only transaction: none stays open while a model writes
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,
@@ -495,7 +496,8 @@ def answer_question(
         result = extractive_answer(question, fragments)
         note = NO_MODEL_NOTE
     cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
-    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()))
+    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()),
+                 [gap] if gap else [])
 
 
 _MOVED_TO_EXTRACTIVE = ("EXTRACTIVE_NOTE", "extractive_answer", "split_units", "stem")

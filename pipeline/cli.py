@@ -123,7 +123,7 @@ def db_status(as_json: bool) -> None:
         click.echo(f"  {name:<16} {n:>9}")
     for m in info["embeddings"]:
         click.echo(f"embeddings:  {m['model']} ({m['dimensions']}-d, {m['backend']}): "
-                   f"{m['embedded']} embedded, {m['queued']} queued")
+                   f"{m['embedded']} embedded of {m['texts']} texts, {m['queued']} queued")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
 
 
@@ -289,7 +289,7 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
     from . import search
 
     hits = search.run(query, k=k, mode=mode, acts=acts, as_of=as_of.date() if as_of else None,
-                      include_repealed=include_repealed)
+                      include_repealed=include_repealed, on_warning=_warn)
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
@@ -306,6 +306,10 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
     for note in dict.fromkeys(h.currency["note"] for h in hits if h.currency):
         click.echo(f"Aktualność: {note}")
 
+
+
+def _warn(message: str) -> None:
+    click.echo(f"Warning: {message}", err=True)
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -351,6 +355,8 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
         click.echo(result.text)
     if asked.currency_warning:
         click.echo(asked.currency_warning, err=True)
+    for warning in asked.warnings:
+        _warn(warning)
     foreign = answering.foreign_citations(result)
     if foreign:
         click.echo("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "

@@ -420,6 +420,16 @@ def _positive_float(env: Mapping[str, str], key: str) -> float | None:
     return env_number(env, key, float, what="a positive number of seconds", error=EmbedderError)
 
 
+def configured_model(env: Mapping[str, str] = os.environ) -> str | None:
+    """The configured embedding model's name, without loading or calling it (``ingest --no-embed``
+    queues its texts for it); None when the configuration is broken: the first `pipeline embed` that
+    works looks for every text without a vector anyway."""
+    try:
+        return embedder_from_env(env).name
+    except EmbedderError:
+        return None
+
+
 def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:
     """Build the configured backend.
 

@@ -20,7 +20,7 @@ from .errors import IngestError, UsageError, one_line
 from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
 from .config import settings
 from .embed import ProgressFactory, drain_queue
-from .embedders import embedder_from_env
+from .embedders import configured_model, embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act
 from .parse import ParsedAct, ParseError, looks_like_pdf
 from .parse import cache as parse_cache
@@ -311,7 +311,9 @@ def run(
     url, conn = open_current()
     try:
         embedder = embedder_from_env() if embed else None
-        model = embedder.name if embedder else None
+        # Without embedding now, the texts still join the configured model's queue: `pipeline embed`
+        # drains it later, and status, doctor and search can see what has no vector yet.
+        model = embedder.name if embedder else configured_model()
         sizes = {"max_chars": chunk_chars or cfg.chunk_chars, "overlap": cfg.chunk_overlap}
         results: list[IngestResult] = []
         by_id = [] if paths else list(acts)

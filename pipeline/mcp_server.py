@@ -28,7 +28,7 @@ from .answer import ChatConfig, answer_question, cite
 from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
 from .errors import PipelineError
-from .search import MODES, search
+from .search import MODES, search, vector_gap
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,7 @@ class SearchResult(TypedDict):
     as_of: dt.date | None
     acts: list[str] | None
     hits: list[SearchHit]
+    warnings: list[str]  # what made the search incomplete, e.g. texts without a vector yet
 
 
 class ArticleResult(TypedDict):
@@ -149,6 +150,7 @@ class AnswerResult(TypedDict):
     top_similarity: float | None
     threshold: float
     note: str
+    warnings: list[str]
 
 
 # --- warm state ------------------------------------------------------------------------------------
@@ -330,7 +332,9 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
             hits = service.run(lambda conn: search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of))
+            gap = service.run(lambda conn: vector_gap(conn, embedder.name)) if embedder is not None else None
         return {
+            "warnings": [gap] if gap else [],
             "query": query, "mode": mode, "as_of": as_of, "acts": acts,
             "hits": [{
                 "rank": i, "citation": cite(h.act, h.article), "act": h.act, "act_title": h.act_title,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 
@@ -148,8 +148,9 @@ def search(
 
 
 def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (), as_of: dt.date | None = None,
-        include_repealed: bool = False) -> list[Hit]:
-    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database."""
+        include_repealed: bool = False, on_warning: Callable[[str], None] | None = None) -> list[Hit]:
+    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database;
+    ``on_warning`` gets what makes the ranking incomplete (:func:`vector_gap`)."""
     from .schema import open_current  # alembic loads only when a command needs the database
 
     _, conn = open_current()
@@ -157,7 +158,24 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         embedder = embedder_from_env() if mode != "text" else None
         hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
                               include_repealed=include_repealed)
+        if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name)):
+            on_warning(gap)
         return with_currency(conn, hits)
+
+
+def vector_gap(conn: psycopg.Connection, model: str) -> str | None:
+    """A warning when texts wait in the queue for ``model`` (stored with --no-embed, or being embedded):
+    until `pipeline embed` has run, the vector arm cannot find their articles, and the refusal rule,
+    which reads its similarity, judges without them."""
+    from .embed import queued
+
+    waiting = queued(conn, model)
+    conn.rollback()
+    if not waiting:
+        return None
+    return (f"{waiting} stored text{'s' if waiting > 1 else ''} {'have' if waiting > 1 else 'has'} no {model} "
+            f"vector yet: the vector arm cannot find {'their' if waiting > 1 else 'its'} articles "
+            "(run: pipeline embed)")
 
 
 def with_currency(conn: psycopg.Connection, hits: list[Hit]) -> list[Hit]:

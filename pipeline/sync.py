@@ -299,7 +299,7 @@ def run(
     embedder; then embed what the new versions queued."""
     from .config import settings
     from .embed import drain_queue
-    from .embedders import embedder_from_env
+    from .embedders import configured_model, embedder_from_env
     from .schema import open_current  # alembic loads only when a command needs the database
 
     cfg = settings()
@@ -307,7 +307,8 @@ def run(
     try:
         embedder = embedder_from_env() if embed else None
         with EliClient() as client:
-            report = sync(url, client=client, model=embedder.name if embedder else None,
+            # --no-embed still queues new texts for the configured model (as ingest does).
+            report = sync(url, client=client, model=embedder.name if embedder else configured_model(),
                           archive_dir=archive_dir or cfg.archive_dir, max_chars=cfg.chunk_chars,
                           overlap=cfg.chunk_overlap, restart=restart, progress=progress, on_result=on_result)
         if embedder is not None:

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn, stand_in_vector
-from pipeline import db
+from pipeline import db, embed
 
 
 def _env(url: str, ollama: OllamaStandIn, model: str = "bge-m3") -> dict:
@@ -35,10 +35,12 @@ def _sent_texts(ollama: OllamaStandIn) -> list[str]:
 
 
 def _ingest(url: str, *acts: str, env: dict | None = None, embed: bool = False) -> dict:
+    """`pipeline ingest` of ``acts``; configured for bge-m3 (what the tests embed with) unless ``env`` says
+    otherwise, so that --no-embed queues the texts for it."""
     args = ["ingest", "--source", str(ELI_MIRROR), "--json"] + [f"--act={a}" for a in acts]
     if not embed:
         args.append("--no-embed")
-    result = run_cli(*args, env={"DATABASE_URL": url, **(env or {})})
+    result = run_cli(*args, env={"DATABASE_URL": url, "EMBED_BACKEND": "ollama", "EMBED_MODEL": "bge-m3", **(env or {})})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -230,3 +232,39 @@ def test_model_errors_leave_the_queue_intact_with_the_reason(scratch_url):
 def test_bad_embed_options_are_rejected(flag):
     result = run_cli("embed", flag)
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_cannot_see(scratch_url):
+    """`ingest --no-embed` queues the texts for the configured model: until `pipeline embed` has run,
+    search and ask warn that the vector arm cannot find those articles, and doctor says how many."""
+    require_mirror()
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        env = _env(scratch_url, ollama)
+        _ingest(scratch_url, "DU/2024/1513", env=env, embed=True)
+        _ingest(scratch_url, "DU/2026/548", env=env)  # stored, not embedded
+        with psycopg.connect(scratch_url) as c:
+            waiting = embed.queued(c, "bge-m3")
+            unembedded = c.execute(
+                f"SELECT count(DISTINCT u.content_sha256) FROM {EMBEDDED_UNITS} u "
+                "JOIN act_versions v USING (version_id) WHERE v.eli = 'DU/2026/548'").fetchone()[0]
+        assert waiting == unembedded > 0
+        warning = f"Warning: {waiting} stored texts have no bge-m3 vector yet"
+
+        found = run_cli("search", "przetwarzanie danych", "--json", env=env)
+        assert found.returncode == 0 and json.loads(found.stdout), found.stderr
+        assert warning in found.stderr
+        text_only = run_cli("search", "przetwarzanie danych", "--mode", "text", env=env)
+        assert text_only.returncode == 0 and "Warning" not in text_only.stderr  # the text arm sees every text
+        asked = run_cli("ask", "Kto przetwarza dane?", "--offline", "--json", env=env)
+        assert asked.returncode == 0, asked.stderr
+        assert [w.split(":")[0] for w in json.loads(asked.stdout)["warnings"]] == [warning.removeprefix("Warning: ").split(":")[0]]
+        checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+        assert checks["embedding queue"]["status"] == "warn" and checks["vectors"]["status"] == "warn"
+        assert checks["vectors"]["detail"].startswith(f"{unembedded} of ") and checks["vectors"]["fix"] == "run: pipeline embed"
+
+        drained = run_cli("embed", env=env)
+        assert drained.returncode == 0, drained.stderr
+        again = run_cli("search", "przetwarzanie danych", env=env)
+        assert again.returncode == 0 and "Warning" not in again.stderr
+        checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+        assert checks["vectors"]["status"] == "ok" and checks["embedding queue"]["status"] == "ok"
