@@ -159,8 +159,9 @@ def open_current() -> tuple[str, psycopg.Connection]:
 
 
 # What a reader may use: the documented views and functions (README: "Querying with SQL").
-READER_VIEWS = ("current_versions", "current_articles", "current_chunks", "embedding_status", "thesaurus",
-                "act_currency", "current_acts")
+# Every view of README's "Querying with SQL" table.
+READER_VIEWS = ("current_versions", "current_articles", "version_articles", "current_chunks", "embedding_status",
+                "embedding_texts", "thesaurus", "act_currency", "current_acts", "lexeme_stats", "corpus_stats")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
     "thesaurus_expansion(text)",

@@ -1,5 +1,6 @@
 -- Public, documented read interface (README: "Querying with SQL").
--- Applied by migrations; change only through a new migration that re-applies this file.
+-- Idempotent: applied after the migrations whenever its content changes (pipeline/schema.py); what it
+-- defines may grow, but a documented column or function never changes meaning.
 
 -- The text of each act in force on a date: per base act, the newest version whose text states the
 -- law from on or before that date (NULL = the newest of all). Re-ingests of one text with a
@@ -28,6 +29,14 @@ CREATE OR REPLACE VIEW current_articles AS
     FROM current_versions v
     JOIN articles ar USING (version_id);
 COMMENT ON VIEW current_articles IS 'Every article of the current text of every act, in order.';
+
+-- Older texts too: joined to versions_as_of(date), the articles in force on a date.
+CREATE OR REPLACE VIEW version_articles AS
+    SELECT v.version_id, v.eli, v.base_eli, v.version_no, v.valid_from, ar.article, ar.ordinal, ar.heading_path,
+           ar.repealed, ar.text
+    FROM act_versions v
+    JOIN articles ar USING (version_id);
+COMMENT ON VIEW version_articles IS 'Every article of every stored version (current and older texts), in order.';
 
 CREATE OR REPLACE VIEW current_chunks AS
     SELECT c.chunk_id, v.eli, v.title AS act_title, c.article, c.part, c.part_count, c.repealed,

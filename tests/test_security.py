@@ -6,12 +6,13 @@ the same rows. The database is this module's own (one act, embedded through the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import create_database, require_mirror, run_cli
+from conftest import REPO, create_database, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn
 
 from pipeline import db, embed, ingest, schema
@@ -192,8 +193,9 @@ def test_ask_json_with_a_model_carries_no_key(env: dict) -> None:
 def reader(url: str):
     done = run_cli("db", "grant-reader", "reader1", "--password", "pw", env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, current_chunks, "
-                                   "embedding_status, thesaurus, act_currency, current_acts and call search_chunks()")
+    assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, version_articles, "
+                                   "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
+                                   "current_acts, lexeme_stats, corpus_stats and call search_chunks()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
     reader_url = url.replace("postgres:@", "reader1:pw@", 1)
     assert reader_url != url
@@ -208,6 +210,34 @@ def test_reader_can_select_the_documented_views(view: str, reader) -> None:
     assert n > 0 or view == "thesaurus"
 
 
+def _readme_sql_section() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Querying with SQL")
+    return readme[start:readme.index("\n## ", start + 1)]
+
+
+def test_every_view_of_the_readme_table_is_granted() -> None:
+    section = _readme_sql_section()
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    # Bare names are views or tables; functions are written with their arguments.
+    documented = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+    assert "version_articles" in documented and "search_chunks" not in documented
+    assert documented == set(schema.READER_VIEWS)
+
+
+def test_the_readme_sql_examples_run_as_the_reader(reader, url: str) -> None:
+    section = _readme_sql_section()
+    block = section[section.index("```sql") + len("```sql"):]
+    block = block[:block.index("```")]
+    statements = [s.strip() for s in re.sub(r"--[^\n]*", "", block).split(";") if s.strip()]
+    assert len(statements) >= 6
+    with psycopg.connect(url) as admin:  # the query vector psql would be given (:'qvec'), from the stored ones
+        model, vector = admin.execute("SELECT model, embedding::text FROM embeddings LIMIT 1").fetchone()
+    for sql in statements:
+        sql = sql.replace(":'qvec'", f"'{vector}'").replace("'multilingual-e5-small'", f"'{model}'")
+        reader.execute(sql).fetchall()  # InsufficientPrivilege on anything the role may not read
+
+
 def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
     rows = reader.execute("SELECT eli, article FROM search_chunks('adres elektroniczny usługodawcy', NULL, NULL, 5, "
                           "NULL, NULL, false, 'text')").fetchall()
@@ -218,7 +248,7 @@ def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
 @pytest.mark.parametrize("sql", [
     "SELECT * FROM chunks", "SELECT * FROM acts", "SELECT * FROM act_versions", "SELECT * FROM articles",
     "SELECT * FROM embeddings", "SELECT * FROM embedding_queue", "SELECT * FROM ingest_runs",
-    "SELECT * FROM alembic_version", "SELECT * FROM lexeme_stats",
+    "SELECT * FROM alembic_version", "SELECT * FROM lexicon", "SELECT * FROM postings",
     "INSERT INTO acts (eli) VALUES ('DU/2000/1')", "UPDATE act_versions SET article_count = 0",
     "DELETE FROM chunks", "DELETE FROM thesaurus", "TRUNCATE acts", "INSERT INTO thesaurus DEFAULT VALUES",
     "DROP TABLE acts", "DROP VIEW current_chunks", "DROP FUNCTION versions_as_of(date)",
