@@ -189,7 +189,8 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
         _emit_json(report.to_dict())
     else:
         click.echo(f"{len(report.acts)} act(s): {report.new} new version(s), {report.unchanged} unchanged, "
-                   f"{report.failed} failed; {report.embedded} embedding(s) computed", err=True)
+                   f"{report.failed} failed" + (f", {report.skipped} skipped (no text)" if report.skipped else "")
+                   + f"; {report.embedded} embedding(s) computed", err=True)
     if report.failed:
         sys.exit(1)
 
@@ -197,6 +198,9 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
 def _report(r: Any) -> None:
     if r.status == "failed":
         click.echo(f"  failed: {r.error}", err=True)
+        return
+    if r.status == "skipped":
+        click.echo(f"  skipped: {'; '.join(r.warnings)}", err=True)
         return
     if r.resolved_from:
         click.echo(f"  {r.resolved_from} -> newest consolidated text {r.act}, ingested as a version of the same act",
@@ -206,6 +210,8 @@ def _report(r: Any) -> None:
         c = r.changes
         line += f" (changed {len(c.get('changed', []))}, added {len(c.get('added', []))}, removed {len(c.get('removed', []))})"
     click.echo(line, err=True)
+    for warning in r.warnings:  # what the parser could not tell apart (e.g. two wordings of an article)
+        click.echo(f"  warning: {warning}", err=True)
 
 
 @contextlib.contextmanager

@@ -284,11 +284,20 @@ def read_archive(root: Path, act_id: ActId | str, *, require_sums: bool = False)
     meta = _decode_meta(_read_checked(meta_path, sums), str(meta_path), aid)
     for fmt in ("html", "pdf"):
         path = d / TEXT_FILES[fmt]
-        if path.is_file() and path.stat().st_size > 0:
+        if _nonempty(path):
             text = _read_checked(path, sums)
             paths = [meta_path, path] + ([d / SUMS_FILE] if sums is not None else [])
             return FetchedAct(aid, meta, text, fmt, tuple(paths))  # type: ignore[arg-type]
     raise FetchError(f"{aid} has no text in {root} (metadata only)")
+
+
+def has_text(root: Path, aid: ActId) -> bool:
+    """Whether an archive in the mirror layout holds a text of the act (some acts are metadata only)."""
+    return any(_nonempty(act_dir(root, aid) / name) for name in TEXT_FILES.values())
+
+
+def _nonempty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
 
 
 def _read_sums(d: Path) -> dict[str, str] | None:

@@ -21,7 +21,7 @@ from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401
 from .config import settings
 from .embed import ProgressFactory, drain_queue
 from .embedders import configured_model, embedder_from_env
-from .fetch import EliClient, FetchError, fetch_act
+from .fetch import EliClient, FetchError, fetch_act, has_text
 from .parse import ParsedAct, ParseError, looks_like_pdf
 from .parse import cache as parse_cache
 from .parse.ahead import ParseAhead, default_jobs
@@ -32,7 +32,7 @@ from .parse.pdf import parse_pdf
 @dataclass
 class IngestResult:
     act: str
-    status: str  # new | unchanged | failed
+    status: str  # new | unchanged | failed | skipped (--all: an act of the archive with no text)
     version: int | None = None
     articles: int = 0
     chunks: int = 0
@@ -244,11 +244,16 @@ class IngestReport:
         return sum(r.status == "unchanged" for r in self.acts)
 
     @property
+    def skipped(self) -> int:
+        return sum(r.status == "skipped" for r in self.acts)
+
+    @property
     def embedded(self) -> int:
         return sum(r.embedded for r in self.acts)
 
     def to_dict(self) -> dict:
-        return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "embedded": self.embedded}
+        return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "skipped": self.skipped,
+                "embedded": self.embedded}
 
 
 def expand_paths(paths: Sequence[Path]) -> list[Path]:
@@ -294,10 +299,18 @@ def run(
     acts = tuple(acts)
     if source is not None and not source.is_dir():
         raise UsageError(f"{source} is not a folder", param="--source")
+    skipped: list[IngestResult] = []
     if all_acts:
-        if source is None:
-            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout)")
-        acts += tuple(str(a) for a in acts_in(source))
+        if source is None and not offline:
+            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout) or --offline (dane/)")
+        root = source if source is not None else archive_dir or cfg.archive_dir
+        # "Every act that has a text": one named with --act and lacking a text still fails.
+        for aid in acts_in(root):
+            if has_text(root, aid):
+                acts += (str(aid),)
+            else:
+                skipped.append(IngestResult(act=str(aid), status="skipped",
+                                            warnings=[f"{aid} has no text in {root} (metadata only)"]))
     if not acts and not paths:
         raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
     if paths and len(acts) > 1:
@@ -357,4 +370,7 @@ def run(
                 r.embedded, embedded = min(r.queued, embedded), max(0, embedded - r.queued)
     finally:
         conn.close()
-    return IngestReport(results)
+    for r in skipped:
+        if on_result:
+            on_result(r)
+    return IngestReport(results + skipped)

@@ -95,22 +95,23 @@ def _stored_numbers(url: str, eli: str) -> list[str]:
 # --- 1. the whole mirror, offline, through the CLI --------------------------------------------
 
 @pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
-def test_every_act_with_text_ingests_and_metadata_only_acts_fail_cleanly(corpus: CorpusRun) -> None:
+def test_every_act_with_text_ingests_and_metadata_only_acts_are_skipped(corpus: CorpusRun) -> None:
     acts = _acts_with_text()
     assert len(acts) == 29  # 19 HTML + 10 PDF; with the two metadata-only ones, 31 act folders
-    assert corpus.first.returncode == 1, corpus.first.stderr  # non-zero because of the two failures
+    # --all means every act that has a text: the two without one are skipped, and the run succeeds.
+    assert corpus.first.returncode == 0, corpus.first.stderr
     assert "Traceback" not in corpus.first.stderr
     by_act = {r["act"]: r for r in corpus.report["acts"]}
     assert sorted(by_act) == sorted(acts + list(METADATA_ONLY))
-    assert corpus.report["failed"] == 2
+    assert (corpus.report["failed"], corpus.report["skipped"]) == (0, 2)
     for act in acts:
         r = by_act[act]
         assert (r["status"], r["version"], r["error"]) == ("new", 1, None), r
         assert r["articles"] > 0 and r["chunks"] >= r["articles"]
     for act in METADATA_ONLY:
         r = by_act[act]
-        assert r["status"] == "failed" and r["version"] is None
-        assert r["error"] == f"{act} has no text in {ELI_MIRROR} (metadata only)"
+        assert (r["status"], r["version"], r["error"]) == ("skipped", None, None)
+        assert r["warnings"] == [f"{act} has no text in {ELI_MIRROR} (metadata only)"]
 
     with _db(corpus.url) as c:
         rows = dict(c.execute("SELECT eli, count(*) FROM act_versions GROUP BY eli").fetchall())
@@ -124,11 +125,16 @@ def test_every_act_with_text_ingests_and_metadata_only_acts_fail_cleanly(corpus:
             "(SELECT count(*) FROM chunks x WHERE x.version_id = v.version_id) FROM act_versions v"
         ).fetchall():
             assert (a, ch) == (n_articles, n_chunks) == (by_act[eli]["articles"], by_act[eli]["chunks"]), eli
-        runs = c.execute("SELECT eli, status, message FROM ingest_runs ORDER BY run_id").fetchall()
-        assert len(runs) == 31
-        assert sorted((e, m) for e, s, m in runs if s == "failed") == [
-            (act, f"{act} has no text in {ELI_MIRROR} (metadata only)") for act in METADATA_ONLY
-        ]
+        runs = c.execute("SELECT eli, status FROM ingest_runs ORDER BY run_id").fetchall()
+        assert sorted(runs) == sorted((act, "new") for act in acts)  # a skipped act did not run
+
+
+def test_an_act_named_with_act_that_has_no_text_fails_in_one_line(scratch_url: str) -> None:
+    act = METADATA_ONLY[0]
+    done = run_cli("ingest", "--source", str(ELI_MIRROR), "--act", act, "--no-embed", env={"DATABASE_URL": scratch_url})
+    assert done.returncode == 1
+    assert f"  failed: {act} has no text in {ELI_MIRROR} (metadata only)" in done.stderr.splitlines()
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
@@ -465,11 +471,11 @@ def test_a_lost_database_connection_is_recorded_as_a_failed_run(scratch_url: str
 
 @pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_second_identical_run_changes_nothing(corpus: CorpusRun) -> None:
-    assert corpus.rerun.wait(timeout=600) == 1, corpus.rerun_err.read_text()
+    assert corpus.rerun.wait(timeout=600) == 0, corpus.rerun_err.read_text()
     report = json.loads(corpus.rerun_out.read_text())
     statuses = {r["act"]: (r["status"], r["version"]) for r in report["acts"]}
     assert statuses == {**dict.fromkeys(_acts_with_text(), ("unchanged", 1)),
-                        **dict.fromkeys(METADATA_ONLY, ("failed", None))}
+                        **dict.fromkeys(METADATA_ONLY, ("skipped", None))}
     with _db(corpus.url) as c:
         assert c.execute("SELECT count(*), max(version_no) FROM act_versions").fetchone() == (
             corpus.versions_before_rerun, 1)
