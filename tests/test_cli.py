@@ -41,3 +41,26 @@ def test_usage_errors_exit_2_without_traceback(args, scratch_url):
     result = run_cli(*args, env={"DATABASE_URL": scratch_url}, timeout=120)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and "Error:" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "code", "message"), [
+    (["search", "urlop", "--mode", "text", "--as-of", "2025-02-30"], {}, 2,
+     "Error: Invalid value for '--as-of': '2025-02-30' is not a valid date (day is out of range for month)"),
+    (["search", "urlop", "--mode", "text", "--as-of", "1.06.2025"], {}, 2,
+     "Error: Invalid value for '--as-of': '1.06.2025' is not a date in the form YYYY-MM-DD"),
+    (["db", "upgrade", "--revision", "0099"], {}, 2, "Error: no revision '0099'; known: 0001, "),
+    (["search", "urlop", "--mode", "text"], {"DATABASE_URL": "garbage"}, 1,
+     "Error: DATABASE_URL is not a PostgreSQL URL; it should look like postgresql://user:password@host:5432/dbname"),
+    (["acts"], {"DATABASE_URL": "", "PIPELINE_HOME": "{file}"}, 1, "Error: PIPELINE_HOME {file} cannot hold the embedded database: "),
+], ids=["impossible date", "date in another form", "unknown revision", "DATABASE_URL not a URL", "PIPELINE_HOME a file"])
+def test_bad_settings_and_values_say_what_is_wrong_in_one_line(args, env, code, message, scratch_url, tmp_path):
+    file = tmp_path / "home-is-a-file"
+    file.write_text("")
+    env = {"DATABASE_URL": scratch_url, **{k: v.replace("{file}", str(file)) for k, v in env.items()}}
+    if not env["DATABASE_URL"]:
+        del env["DATABASE_URL"]
+    result = run_cli(*args, env=env, timeout=120)
+    assert result.returncode == code, (result.stdout, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(message.replace("{file}", str(file))), result.stderr
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
