@@ -82,6 +82,8 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
                    SELECT 1 FROM embeddings e WHERE e.content_sha256 = u.content_sha256 AND e.model = %s))
         FROM (SELECT DISTINCT content_sha256 FROM embedding_texts) u
         """, (model,)).fetchone()
+    if not texts:
+        return "vectors", "ok", "no texts stored yet", ""
     if not missing:
         return "vectors", "ok", f"all {texts} texts have a {model} vector", ""
     return ("vectors", "warn", f"{missing} of {texts} texts have no {model} vector: hybrid search, ask and the "

@@ -773,8 +773,9 @@ def test_doctor_on_a_healthy_embedded_setup_has_no_failures(fresh_home: Path) ->
          checks={c["name"]: c["status"] for c in checks})
     assert done.returncode == text.returncode == 0, done.stderr + text.stderr
     by_name = {c["name"]: c for c in checks}
-    assert list(by_name) == ["database", "pgvector", "migrations", "text search", "embedding queue", "embedder",
-                             "answer model"]
+    assert list(by_name) == ["database", "pgvector", "migrations", "text search", "embedding queue", "vectors",
+                             "embedder", "answer model"]
+    assert by_name["vectors"] == {"name": "vectors", "status": "ok", "detail": "no texts stored yet", "fix": ""}
     assert all(c["status"] in ("ok", "warn") for c in checks), checks
     assert all(c["fix"] for c in checks if c["status"] == "warn")
     assert by_name["database"]["detail"].startswith("embedded PostgreSQL 18")
