@@ -9,6 +9,7 @@ from conftest import parsed_act
 from conftest import require_mirror as _mirror
 from pypdf import PdfWriter
 
+from pipeline.parse.articles import TWO_WORDINGS
 from pipeline.parse.model import ParsedAct, ParseError
 from pipeline.parse.numbering import check_sequence
 from pipeline.parse.pdf import parse_pdf
@@ -108,6 +109,16 @@ def test_repealed_articles() -> None:
     # "Art. 61–85. (pominięte)": one article per number, omitted but not repealed
     omitted = [a for a in _parsed("DU/2025/869").articles if a.text.endswith("(pominięte)")]
     assert [a.number for a in omitted] == [str(n) for n in range(61, 86)]
+
+
+def test_two_wordings_of_an_article_are_kept_apart_by_a_marked_line() -> None:
+    """Art. 184 of the Labour Code is printed twice: in force at the text's date, and as amended later
+    (footnotes 17 and 18 of the PDF). One article holds both, the line between them says which is which."""
+    text = _article("DU/2025/277", "184").text
+    now, later = text.split("\n" + TWO_WORDINGS + "\n")
+    assert now.startswith("Art. 184. ") and later.startswith("Art. 184. ")
+    assert "uzupełniającego urlopu macierzyńskiego" not in now and "uzupełniającego urlopu macierzyńskiego" in later
+    assert "art. 184: two consecutive versions merged" in _parsed("DU/2025/277").warnings
 
 
 def test_amending_act_keeps_quoted_articles_inside_the_enclosing_article() -> None:

@@ -12,7 +12,7 @@ from pipeline.act_id import ActId, act_id_from_path, acts_in
 from pipeline.config import env_number
 from pipeline.errors import ConfigError, EmbedderError, InvalidActId, PipelineError, UsageError
 from pipeline.files import write_atomic
-from pipeline.parse.articles import is_repealed, merge_versions
+from pipeline.parse.articles import TWO_WORDINGS, is_repealed, merge_versions
 from pipeline.parse.html import parse_html
 from pipeline.parse.model import Article
 from pipeline.parse.numbering import expand_range, split_range
@@ -67,7 +67,8 @@ def test_two_versions_of_one_article_are_merged_once() -> None:
     merged = merge_versions([Article("5", "Art. 5. (uchylony)", repealed=True), Article("5", "Art. 5. Nowy."),
                              Article("6", "Art. 6. X.")], warnings)
     assert [(a.number, a.text, a.repealed) for a in merged] == [
-        ("5", "Art. 5. (uchylony)\nArt. 5. Nowy.", False), ("6", "Art. 6. X.", False)]
+        ("5", f"Art. 5. (uchylony)\n{TWO_WORDINGS}\nArt. 5. Nowy.", False), ("6", "Art. 6. X.", False)]
+    assert TWO_WORDINGS.startswith("[Tekst jednolity podaje dwa brzmienia tego artykułu")
     assert warnings == ["art. 5: two consecutive versions merged"]
 
 

@@ -14,14 +14,24 @@ def is_repealed(content: str) -> bool:
     return bool(_REPEALED.fullmatch(content.strip()))
 
 
+# Between the two wordings of an article that a consolidated text prints in a row. The first is the
+# one in force on the text's date, the second the one an amendment brings in later: the footnotes say
+# so ("W tym brzmieniu obowiązuje do wejścia w życie zmiany, o której mowa w odnośniku N" on the first,
+# "W brzmieniu ustalonym przez …" on the second), and were checked on the mirror's cases (Kodeks pracy
+# art. 184 and 186^4, DU/2026/156 art. 96, DU/2024/1513 art. 10). The parsers drop footnotes, so
+# without this line a reader (or a model) would take both wordings for one provision.
+TWO_WORDINGS = ("[Tekst jednolity podaje dwa brzmienia tego artykułu: powyższe obowiązuje do wejścia w życie "
+                "zmiany, poniższe – od jej wejścia w życie.]")
+
+
 def merge_versions(articles: list[Article], warnings: list[str]) -> list[Article]:
     """Consolidated texts print two wordings of an article in a row (in force now / from a later
-    date, told apart only by footnotes): keep one article holding both."""
+    date, told apart only by footnotes): keep one article holding both, marked (``TWO_WORDINGS``)."""
     merged: list[Article] = []
     for art in articles:
         if merged and merged[-1].number == art.number:
             prev = merged[-1]
-            prev.text = prev.text + "\n" + art.text
+            prev.text = prev.text + "\n" + TWO_WORDINGS + "\n" + art.text
             prev.repealed = prev.repealed and art.repealed
             warnings.append(f"art. {art.number}: two consecutive versions merged")
         else:
