@@ -402,9 +402,10 @@ class Asked:
         result = self.answer
         return {
             "question": self.question, "searched": self.searched, "answer": result.text, "refused": result.refused,
-            "model": result.model, "citations": [{"act": a, "article": n} for a, n in result.citations],
-            "fragments": [{"act": f.act, "article": f.article, "part": f.part, "score": f.score,
-                           "similarity": f.similarity} for f in result.fragments],
+            "model": result.model,
+            "citations": [{"citation": cite(a, n), "act": a, "article": n} for a, n in result.citations],
+            "fragments": [{"citation": cite(f.act, f.article), "act": f.act, "article": f.article, "part": f.part,
+                           "score": f.score, "similarity": f.similarity} for f in result.fragments],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "top_similarity": self.refusal.similarity,
             "threshold": self.refusal.min_similarity, "note": self.note, "refusal": self.refusal.to_dict(),

@@ -387,10 +387,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
                 embedder = service.embedder()
                 asked = service.run(lambda conn: answer_question(conn, embedder, question, config, k=k,
                                                                  acts=acts or (), as_of=as_of, stream=False))
-            result = asked.to_dict()
-            result["citations"] = [{"citation": cite(c["act"], c["article"]), **c} for c in result["citations"]]
-            result["fragments"] = [{"citation": cite(f["act"], f["article"]), **f} for f in result["fragments"]]
-            return result  # type: ignore[return-value]
+            return asked.to_dict()  # type: ignore[return-value]
 
     @server.resource("law://acts", name="acts", mime_type="application/json",
                      description="Akty w bazie / the stored acts (as list_acts returns them)")
