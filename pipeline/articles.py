@@ -41,14 +41,18 @@ def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) ->
     ).fetchone()
     if not version:
         require_acts(conn, [eli])
-        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}")
+        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}" if as_of
+                              else f"no current stored text of {eli}")
     return version[0]
 
 
 def canonical_article(text: str) -> str:
-    """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'."""
+    """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '154 § 1 pkt 2' -> '154'."""
     s = text.strip()
-    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE).rstrip(".").replace(" ", "")
+    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE)
+    # "154 § 1 pkt 2", "23 ust. 1": the unit a reader cites; the whole article is what is stored.
+    s = re.sub(r"\s*(§|ust\.|pkt|lit\.)\s*\S.*$", "", s, flags=re.IGNORECASE)
+    s = s.rstrip(".").replace(" ", "")
     s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
     if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
         raise ArticleNotFound(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")

@@ -280,7 +280,8 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     if as_json:
         _emit_json(found)
         return
-    head = f"{found['eli']} art. {found['article']} (version {found['version_no']}, text as of {found['valid_from']})"
+    head = (f"{found['eli']} art. {found['article']} (version {found['version_no']}, "
+            f"text as of {found['valid_from'] or 'an unknown date'})")
     if found["repealed"]:
         head += " [uchylony]"
     click.echo(head)
@@ -326,8 +327,9 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
         sim = f"{h.similarity:.3f}" if h.similarity is not None else "-"
         bm25 = f"{h.text_score:.2f}" if h.text_score is not None else "-"
         part = f" (part {h.part})" if h.part > 1 else ""
-        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  "
-                   f"vector {sim} (#{h.vector_rank or '-'})  text {bm25} (#{h.text_rank or '-'})")
+        vector = f"vector {sim} (#{h.vector_rank})" if h.vector_rank else "vector -"
+        text = f"text {bm25} (#{h.text_rank})" if h.text_rank else "text -"
+        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  {vector}  {text}")
         click.echo(f"    {_snippet(h.text)}")
     for note in dict.fromkeys(h.currency["note"] for h in hits if h.currency):
         click.echo(f"Aktualność: {note}")
@@ -406,7 +408,8 @@ def _print_fragments(fragments: list) -> None:
 
 @main.command("eval")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True,
+              help="Articles retrieved per question; recall is also reported at this k.")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True,
               help="all: each arm alone and fused.")
 @click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
@@ -437,7 +440,8 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
         _emit_json(report)
         return
     m = report["metrics"]
-    click.echo(f"{len(report['questions'])} questions ({ids} ids); {m['answerable_scored']} answerable with their act in the "
+    n = len(report["questions"])
+    click.echo(f"{n} question{'' if n == 1 else 's'} ({ids} ids); {m['answerable_scored']} answerable with their act in the "
                f"database, {m['answerable_not_in_corpus']} whose act is not ingested (not scored), "
                f"{m['unanswerable']} unanswerable")
     cuts = evaluate.recall_ks(k)

@@ -24,7 +24,9 @@ _BOUNDARY = re.compile(
     rf"|(?<=[:;,])\s+(?=[a-z]\)\s)"
     rf"|(?<=[.!?])\s+(?=[{_UPPER}])"
 )
-_ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|zm|np|tj|m\.in|itp|późn|tzw)\.$", re.IGNORECASE)
+# Abbreviations of statutory citations ("Dz. U.", "Dz. Urz. UE", "str.", "z późn. zm.") and of common Polish.
+_ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|urz|str|zm|np|tj|m\.in|itp|późn|tzw)\.$",
+                           re.IGNORECASE)
 _LABEL_ONLY = re.compile(r"^(?:Art\.\s*\d+[^\s.]*\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
 _ARTICLE_LABEL = re.compile(r"^Art\.\s*\d+[^\s.]*\.\s*")
 _POINT = re.compile(r"^(?:\d+[a-z]*|[a-z])\)\s")

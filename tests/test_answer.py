@@ -263,6 +263,11 @@ def test_split_units_keeps_list_lead_ins():
         "Stosuje się przepisy (Dz. U. z 2020 r. poz. 1).",
         "Koniec.",
     ]
+    # An EU regulation's citation: "Dz. Urz." and "str." do not end a sentence either.
+    assert split_units("Art. 6. Stosuje się rozporządzenie (Dz. Urz. UE L 119 z 4.5.2016, str. 1). Koniec.") == [
+        "Stosuje się rozporządzenie (Dz. Urz. UE L 119 z 4.5.2016, str. 1).",
+        "Koniec.",
+    ]
 
 
 def test_extractive_answer_picks_the_matching_point():

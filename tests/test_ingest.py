@@ -161,7 +161,7 @@ def test_article_sequence_is_clean_as_stored(corpus: CorpusRun) -> None:
 @pytest.mark.slow  # the whole mirror, ingested twice (~4 CPU-minutes)
 def test_show_prints_an_article_by_any_spelling_of_its_number(corpus: CorpusRun) -> None:
     env = {"DATABASE_URL": corpus.url}
-    for spelling in ("151^1", "151¹", "art. 151^1", "Art. 151^1."):
+    for spelling in ("151^1", "151¹", "art. 151^1", "Art. 151^1.", "151^1 § 1 pkt 2"):  # a cited unit: its article
         shown = run_cli("show", KODEKS_PRACY, spelling, env=env)
         assert shown.returncode == 0, shown.stderr
         lines = shown.stdout.splitlines()
@@ -224,6 +224,11 @@ def test_kodeks_pracy_over_http_is_archived_and_reingests_offline(scratch_url: s
     assert offline.returncode == 0, offline.stderr
     (again,) = json.loads(offline.stdout)["acts"]
     assert (again["status"], again["version"], again["articles"]) == ("unchanged", 1, result["articles"])
+    # --offline --all: every act the archive holds
+    every = run_cli("ingest", "--offline", "--all", "--no-embed", "--json", "--archive", str(archive),
+                    env={"DATABASE_URL": scratch_url, "ELI_API_URL": server.url})
+    assert every.returncode == 0, every.stderr
+    assert [(r["act"], r["status"]) for r in json.loads(every.stdout)["acts"]] == [(KODEKS_PRACY, "unchanged")]
     with _db(scratch_url) as c:
         assert c.execute("SELECT count(*) FROM act_versions").fetchone()[0] == 1
 
