@@ -72,7 +72,14 @@ class IsoDate(click.ParamType):
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=_json_value))
+
+
+def _json_value(value: Any) -> Any:
+    """Dates and times as ISO 8601 ("2026-08-18T12:42:13+00:00"), what scripts parse; the rest as text."""
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    return str(value)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

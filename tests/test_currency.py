@@ -206,6 +206,7 @@ def test_sync_stores_changed_metadata_when_the_text_is_unchanged(env):
     kp = _acts(env)[TJ_2025]
     assert kp["amendments_after"] == 6
     assert dt.datetime.fromisoformat(kp["change_date"]) == dt.datetime(2026, 9, 1, 8, tzinfo=currency.WARSAW)
+    assert kp["change_date"] == "2026-09-01T06:00:00+00:00"  # ISO 8601, as JSON readers expect
 
 
 def test_ask_warns_on_the_labour_code_and_tells_the_model(env):
