@@ -4,14 +4,18 @@
 
 -- The text of each act in force on a date: per base act, the newest version whose text states the
 -- law from on or before that date (NULL = the newest of all). Re-ingests of one text with a
--- different wording break ties by ingest order.
+-- different wording break ties by ingest order. A text whose metadata gives no date at all (10 of
+-- the mirror's acts) counts from the start of the year it was published in (its ELI id's year): an
+-- act of Dz. U. 1997 states no law in force in 1990, but when in 1997 or later it took effect is unknown.
 CREATE OR REPLACE FUNCTION versions_as_of(as_of date DEFAULT NULL)
 RETURNS SETOF act_versions
 -- SECURITY DEFINER: readers granted only the views (pipeline db grant-reader) can still use it.
 LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER AS $$
     SELECT DISTINCT ON (v.base_eli) v.*
     FROM act_versions v
-    WHERE as_of IS NULL OR v.valid_from IS NULL OR v.valid_from <= as_of
+    WHERE as_of IS NULL OR v.valid_from <= as_of
+       OR (v.valid_from IS NULL
+           AND coalesce(make_date(substring(v.eli FROM '/(\d{4})/')::integer, 1, 1) <= as_of, true))
     ORDER BY v.base_eli, v.valid_from DESC NULLS LAST, v.version_id DESC
 $$;
 COMMENT ON FUNCTION versions_as_of(date) IS

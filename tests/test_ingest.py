@@ -344,6 +344,18 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
     assert conn.execute("SELECT eli FROM current_versions").fetchall() == [(KODEKS_PRACY,)]
     conn.rollback()
 
+    # A text whose metadata gives no date: from the start of its year of publication, not for any date.
+    undated = {**json.loads((mirror / "acts" / "DU/2026/548/meta.json").read_bytes()), "ELI": "DU/2019/1",
+               "publisher": "DU", "year": 2019, "pos": 1, "references": {}}
+    for key in ("legalStatusDate", "entryIntoForce", "validFrom", "announcementDate", "promulgation"):
+        undated.pop(key, None)
+    store.store_version(conn, undated, ParsedAct([Article("1", "Art. 1. Bez daty.")], source_format="html"),
+                        source_sha256="1" * 64, model=None)
+    assert conn.execute("SELECT valid_from FROM act_versions WHERE eli = 'DU/2019/1'").fetchone() == (None,)
+    assert "DU/2019/1" in in_force(dt.date(2019, 1, 1)) and "DU/2019/1" in in_force(None)
+    assert "DU/2019/1" not in in_force(dt.date(2018, 12, 31))
+    conn.rollback()
+
     # `show` of either ELI gives the text of the base act in force on the date
     env = {"DATABASE_URL": scratch_url}
     then = run_cli("show", KODEKS_PRACY, "1", "--as-of", "2024-01-01", env=env)
