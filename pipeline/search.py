@@ -160,6 +160,12 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
                               include_repealed=include_repealed)
         if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name)):
             on_warning(gap)
+        if mode == "hybrid" and embedder is not None and on_warning:
+            from .refusal import decide  # the rule ask applies: hits this far off answer nothing
+
+            if (verdict := decide(hits, embedder.name)).refused:
+                on_warning(f"none of these articles looks like an answer ({verdict.reason}); "
+                           "`pipeline ask` would say the documents do not hold one")
         return with_currency(conn, hits)
 
 

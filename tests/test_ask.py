@@ -126,6 +126,13 @@ def test_off_topic_question_is_refused_by_the_calibrated_threshold(corpus_url):
     assert server.requests == []
     assert result.stdout.strip() == NOT_FOUND
     assert "no model was asked" in result.stderr
+    # search shows the nearest articles all the same, and says that ask would refuse
+    found = run_cli("search", OFF_TOPIC, env={"DATABASE_URL": corpus_url})
+    assert found.returncode == 0 and found.stdout.startswith(" 1. "), found.stderr
+    assert "Warning: none of these articles looks like an answer (best similarity " in found.stderr
+    assert "`pipeline ask` would say the documents do not hold one" in found.stderr
+    on_topic = run_cli("search", QUESTION, env={"DATABASE_URL": corpus_url})
+    assert on_topic.returncode == 0 and "Warning" not in on_topic.stderr
 
 
 def test_offline_answer_is_extractive_and_cited(corpus):
