@@ -96,7 +96,7 @@ def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:
         except ValueError:
             pass
     return {"ELI": str(act_id), "publisher": act_id.publisher, "year": act_id.year, "pos": act_id.pos,
-            "title": parsed.title, store.LOCAL_PROVENANCE: f"local file {path.name}"}
+            "title": parsed.title, **store.local_record(path.name)}
 
 
 def ingest_document(

@@ -46,8 +46,20 @@ def _date(value: Any) -> dt.date | None:
         return None
 
 
-# The key that marks a record made up for a local file with no ELI metadata (ingest.local_meta).
+# A record made up for a local file with no ELI metadata beside it (ingest.local_meta) says so under
+# this key: "local file NAME". The mirror's rebuilt records use the same key for another note
+# ("reconstructed from a partial record"), so the value, not the key, tells a local record.
 LOCAL_PROVENANCE = "_provenance"
+LOCAL_FILE = "local file "
+
+
+def local_record(path_name: str) -> dict:
+    """The provenance entry of a record made up for the local file ``path_name``."""
+    return {LOCAL_PROVENANCE: LOCAL_FILE + path_name}
+
+
+def is_local_record(meta: dict) -> bool:
+    return str(meta.get(LOCAL_PROVENANCE, "")).startswith(LOCAL_FILE)
 
 
 def base_eli(meta: dict) -> str:
@@ -70,11 +82,11 @@ def valid_from(meta: dict) -> dt.date | None:
 def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
     """The publication's record, currency included: refreshed on every ingest, changed text or not.
 
-    Returns the record in effect. One made up for a local file (``LOCAL_PROVENANCE``: no ELI metadata
+    Returns the record in effect. One made up for a local file (:func:`is_local_record`: no ELI metadata
     beside it) never replaces a record read from the ELI API: that one is kept (its base act, dates,
     currency and the time it was checked) and returned, since the file is a text of the same publication.
     """
-    local = LOCAL_PROVENANCE in meta
+    local = is_local_record(meta)
     row = conn.execute(
         """
         INSERT INTO acts (eli, publisher, year, pos, title, act_type, status, in_force, base_eli,
@@ -91,7 +103,7 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
             expiration_date = EXCLUDED.expiration_date, meta = EXCLUDED.meta, updated_at = now(),
             amended_after = EXCLUDED.amended_after, change_date = EXCLUDED.change_date,
             checked_at = EXCLUDED.checked_at
-        WHERE NOT (%(local)s AND NOT coalesce(acts.meta ? %(provenance)s, true))
+        WHERE NOT (%(local)s AND NOT coalesce(acts.meta ->> %(provenance)s LIKE %(local_file)s, false))
         RETURNING meta
         """,
         {
@@ -101,7 +113,7 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
             "ann": _date(meta.get("announcementDate")), "prom": _date(meta.get("promulgation")),
             "lsd": _date(meta.get("legalStatusDate")), "eif": _date(meta.get("entryIntoForce")),
             "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta), **currency.columns(meta),
-            "local": local, "provenance": LOCAL_PROVENANCE,
+            "local": local, "provenance": LOCAL_PROVENANCE, "local_file": LOCAL_FILE + "%",
         },
     ).fetchone()
     if row is not None:

@@ -431,6 +431,21 @@ def test_a_local_file_of_an_act_read_from_the_api_keeps_its_record(scratch_url: 
     shown = run_cli("show", "DU/1974/141", "1", env=env)
     assert shown.returncode == 0 and shown.stdout.startswith(f"{KODEKS_PRACY} art. 1 (version 2"), shown.stderr
 
+    # The mirror's rebuilt records carry a "_provenance" note of their own: still records read from the
+    # API (checked, kept against a local file), not local ones.
+    rebuilt = "DU/2024/1513"
+    assert json.loads((mirror / "acts" / rebuilt / "meta.json").read_bytes())["_provenance"].startswith("reconstructed")
+    done = run_cli("ingest", "--source", str(mirror), "--act", rebuilt, "--no-embed", env=env)
+    assert done.returncode == 0, done.stderr
+    local = tmp_path / "D20241513.html"
+    shutil.copy(mirror / "acts" / rebuilt / "text.html", local)
+    done = run_cli("ingest", str(local), "--no-embed", "--json", env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["acts"][0]["status"] == "unchanged", done.stderr
+    with _db(scratch_url) as c:
+        checked, provenance = c.execute("SELECT checked_at, meta->>'_provenance' FROM acts WHERE eli = %s",
+                                        (rebuilt,)).fetchone()
+    assert checked is not None and provenance.startswith("reconstructed")
+
 
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("ustawa.pdf", None, "failed: cannot tell the act of ustawa.pdf from its name; pass --act DU/YYYY/POS"),
