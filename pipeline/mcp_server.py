@@ -28,7 +28,7 @@ from .answer import ChatConfig, answer_question, cite
 from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
 from .errors import PipelineError
-from .search import MODES, search, vector_gap
+from .search import MODES, search, vector_gap, with_currency
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class SearchHit(TypedDict):
     vector_rank: int | None
     text_rank: int | None
     text: str
+    currency: str | None  # the act's text date, later amendments, in force: one Polish line (README "Currency")
 
 
 class SearchResult(TypedDict):
@@ -88,6 +89,7 @@ class ArticleResult(TypedDict):
     offset: int
     total_chars: int
     next_offset: int | None  # call again with this offset for the rest; null: nothing left
+    currency: str | None  # the act's text date, later amendments, in force: one Polish line
 
 
 class VersionInfo(TypedDict):
@@ -331,7 +333,8 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
     ) -> SearchResult:
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
-            hits = service.run(lambda conn: search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of))
+            hits = service.run(lambda conn: with_currency(
+                conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)))
             gap = service.run(lambda conn: vector_gap(conn, embedder.name)) if embedder is not None else None
         return {
             "warnings": [gap] if gap else [],
@@ -341,6 +344,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
                 "article": h.article, "part": h.part, "version_no": h.version_no, "valid_from": h.valid_from,
                 "as_of": as_of, "score": h.score, "similarity": h.similarity, "text_score": h.text_score,
                 "vector_rank": h.vector_rank, "text_rank": h.text_rank, "text": h.text,
+                "currency": h.currency["note"] if h.currency else None,
             } for i, h in enumerate(hits, start=1)],
         }
 
@@ -365,6 +369,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             "repealed": found["repealed"], "version_no": found["version_no"], "valid_from": found["valid_from"],
             "valid_to": found.get("valid_to"), "as_of": as_of, "text": text[offset:end], "offset": offset,
             "total_chars": len(text), "next_offset": end if end < len(text) else None,
+            "currency": found["currency"]["note"] if found.get("currency") else None,
         }
 
     @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION)

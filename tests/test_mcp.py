@@ -129,6 +129,7 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
         assert hit["citation"] == f"[{shown['eli']}, art. {shown['article']}]"
         assert (hit["version_no"], hit["valid_from"]) == (shown["version_no"], shown["valid_from"])
         assert " ".join(hit["text"].split())[:200] in " ".join(shown["text"].split())
+        assert hit["currency"] == shown["currency"]["note"]  # README "Currency": with every result
 
     hybrid = out["hybrid"]["hits"]
     assert len(hybrid) == 5 and {h["act"] for h in hybrid} == {KP}
@@ -140,6 +141,8 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     assert (article["act"], article["article"], article["version_no"], article["valid_from"]) == \
         (shown["eli"], shown["article"], shown["version_no"], shown["valid_from"])
     assert article["heading_path"] == shown["heading_path"] and article["valid_to"] is None
+    assert article["currency"] == shown["currency"]["note"] and article["currency"].startswith(shown["eli"])
+    assert all(h["currency"] for h in hybrid)
 
     long = show(mcp_url, KP, "151^1")
     assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]
