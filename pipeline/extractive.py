@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .answer import Answer, Fragment, cite, refusal
+from .parse.articles import TWO_WORDINGS
 
 EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
 
@@ -109,7 +110,7 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
     scored: list[tuple[float, int, int, str, Fragment]] = []
     for rank, fragment in enumerate(fragments[:5]):
-        for position, unit in enumerate(split_units(fragment.text)):
+        for position, unit in enumerate(split_units(_in_force(fragment.text))):
             overlap = len(wanted & _stems(unit))
             if overlap == 0:
                 continue
@@ -121,11 +122,22 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     if not chosen:
         # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
         best = fragments[0]
-        chosen = [(u, best) for u in split_units(best.text)[:max_sentences]]
+        chosen = [(u, best) for u in split_units(_in_force(best.text))[:max_sentences]]
     lines = [EXTRACTIVE_NOTE, ""]
     citations: list[tuple[str, str]] = []
+    later: list[str] = []
     for unit, fragment in chosen:
         lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
         if (fragment.act, fragment.article) not in citations:
             citations.append((fragment.act, fragment.article))
+            if TWO_WORDINGS in fragment.text:
+                later.append(cite(fragment.act, fragment.article))
+    for citation in later:
+        lines.append(f"Uwaga: {citation} ma w tekście jednolitym także późniejsze brzmienie, obowiązujące od "
+                     "wejścia w życie zmiany; zacytowano brzmienie obecne (pełny tekst: pipeline show).")
     return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)
+
+
+def _in_force(text: str) -> str:
+    """The wording in force on the text's date, when a consolidated text gives two (TWO_WORDINGS)."""
+    return text.partition(TWO_WORDINGS)[0]

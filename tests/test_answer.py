@@ -270,6 +270,21 @@ def test_split_units_keeps_list_lead_ins():
     ]
 
 
+def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exists():
+    """A consolidated text's article with two wordings (pipeline.parse.articles.TWO_WORDINGS): the
+    current one is quoted, and a line says that a later one follows the amendment."""
+    from pipeline.parse.articles import TWO_WORDINGS
+
+    text = ("Art. 24. 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny.\n"
+            f"{TWO_WORDINGS}\nArt. 24. (uchylony)")
+    answer = extractive_answer("Jaka kara grozi za niezamówioną informację handlową?",
+                               [Fragment(act="DU/2024/1513", article="24", text=text)])
+    lines = answer.text.splitlines()
+    assert lines[2] == "- 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny. [DU/2024/1513, art. 24]"
+    assert lines[-1].startswith("Uwaga: [DU/2024/1513, art. 24] ma w tekście jednolitym także późniejsze brzmienie")
+    assert "uchylony" not in answer.text and answer.citations == [("DU/2024/1513", "24")]
+
+
 def test_extractive_answer_picks_the_matching_point():
     answer = extractive_answer(QUESTION, FRAGMENTS)
     lines = answer.text.splitlines()
