@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 
 from . import currency
 from .act_id import parse_act_id
-from .errors import ArticleNotFound
+from .errors import ArticleNotFound, UsageError
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 
 
@@ -63,6 +63,8 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
                 version_no: int | None = None) -> dict:
     eli = str(parse_act_id(act))
     number = canonical_article(article)
+    if version_no is not None and as_of is not None:
+        raise UsageError("a version and a date each pick the text; give one of them (--version or --as-of)")
     if version_no is not None:
         version = conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
                                (eli, version_no)).fetchone()

@@ -49,10 +49,13 @@ def test_usage_errors_exit_2_without_traceback(args, scratch_url):
     (["search", "urlop", "--mode", "text", "--as-of", "1.06.2025"], {}, 2,
      "Error: Invalid value for '--as-of': '1.06.2025' is not a date in the form YYYY-MM-DD"),
     (["db", "upgrade", "--revision", "0099"], {}, 2, "Error: no revision '0099'; known: 0001, "),
+    (["show", "DU/2025/277", "154", "--version", "1", "--as-of", "2025-06-01"], {}, 2,
+     "Error: a version and a date each pick the text; give one of them (--version or --as-of)"),
     (["search", "urlop", "--mode", "text"], {"DATABASE_URL": "garbage"}, 1,
      "Error: DATABASE_URL is not a PostgreSQL URL; it should look like postgresql://user:password@host:5432/dbname"),
     (["acts"], {"DATABASE_URL": "", "PIPELINE_HOME": "{file}"}, 1, "Error: PIPELINE_HOME {file} cannot hold the embedded database: "),
-], ids=["impossible date", "date in another form", "unknown revision", "DATABASE_URL not a URL", "PIPELINE_HOME a file"])
+], ids=["impossible date", "date in another form", "unknown revision", "version and date", "DATABASE_URL not a URL",
+        "PIPELINE_HOME a file"])
 def test_bad_settings_and_values_say_what_is_wrong_in_one_line(args, env, code, message, scratch_url, tmp_path):
     file = tmp_path / "home-is-a-file"
     file.write_text("")
