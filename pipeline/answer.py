@@ -465,6 +465,7 @@ def answer_question(
     """
     from .extractive import extractive_answer
     from .refusal import decide
+    from .articles import require_acts
     from .search import checked_search, vector_gap
 
     use_model = config.configured and not offline
@@ -478,7 +479,8 @@ def answer_question(
     hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits])
-    gap = vector_gap(conn, embedder.name)  # ends the read-only transaction: none stays open while a model writes
+    # Ends the read-only transaction: none stays open while a model writes.
+    gap = vector_gap(conn, embedder.name, require_acts(conn, list(acts)) if acts else None, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,

@@ -158,7 +158,8 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         embedder = embedder_from_env() if mode != "text" else None
         hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
                               include_repealed=include_repealed)
-        if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name)):
+        if embedder is not None and on_warning and (
+                gap := vector_gap(conn, embedder.name, require_acts(conn, list(acts)) if acts else None, as_of)):
             on_warning(gap)
         if mode == "hybrid" and embedder is not None and on_warning:
             from .refusal import decide  # the rule ask applies: hits this far off answer nothing
@@ -169,19 +170,34 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         return with_currency(conn, hits)
 
 
-def vector_gap(conn: psycopg.Connection, model: str) -> str | None:
-    """A warning when texts wait in the queue for ``model`` (stored with --no-embed, or being embedded):
-    until `pipeline embed` has run, the vector arm cannot find their articles, and the refusal rule,
-    which reads its similarity, judges without them."""
-    from .embed import queued
+GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
 
-    waiting = queued(conn, model)
+
+def vector_gap(conn: psycopg.Connection, model: str, acts: list[str] | None = None,
+               as_of: dt.date | None = None) -> str | None:
+    """A warning when texts of the searched versions (``acts``, ``as_of`` as search_chunks selects
+    them) wait in the queue for ``model`` (stored with --no-embed, or being embedded): until `pipeline
+    embed` has run, the vector arm cannot find their articles, and the refusal rule, which reads its
+    similarity, judges without them."""
+    waiting = 0
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
+        waiting = conn.execute(
+            """
+            SELECT count(*) FROM (
+                SELECT DISTINCT q.content_sha256
+                FROM embedding_queue q
+                JOIN embedding_texts u ON u.content_sha256 = q.content_sha256
+                JOIN chunks c ON c.chunk_id = u.chunk_id
+                WHERE q.model = %s AND c.version_id IN (SELECT selected_versions(%s::text[], %s::date))
+                LIMIT %s) w
+            """, (model, acts, as_of, GAP_COUNT_CAP + 1)).fetchone()[0]
     conn.rollback()
     if not waiting:
         return None
-    return (f"{waiting} stored text{'s' if waiting > 1 else ''} {'have' if waiting > 1 else 'has'} no {model} "
-            f"vector yet: the vector arm cannot find {'their' if waiting > 1 else 'its'} articles "
-            "(run: pipeline embed)")
+    many = waiting > 1
+    count = f"over {GAP_COUNT_CAP}" if waiting > GAP_COUNT_CAP else str(waiting)
+    return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} vector yet: "
+            f"the vector arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
 
 
 def with_currency(conn: psycopg.Connection, hits: list[Hit]) -> list[Hit]:

@@ -253,6 +253,11 @@ def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_canno
         found = run_cli("search", "przetwarzanie danych", "--json", env=env)
         assert found.returncode == 0 and json.loads(found.stdout), found.stderr
         assert warning in found.stderr
+        # Only the searched acts count: the embedded act alone has nothing waiting.
+        embedded_only = run_cli("search", "przetwarzanie danych", "--act", "DU/2024/1513", env=env)
+        assert embedded_only.returncode == 0 and "have no bge-m3 vector" not in embedded_only.stderr
+        scoped = run_cli("search", "przetwarzanie danych", "--act", "DU/2026/548", env=env)
+        assert warning in scoped.stderr
         text_only = run_cli("search", "przetwarzanie danych", "--mode", "text", env=env)
         assert text_only.returncode == 0 and "Warning" not in text_only.stderr  # the text arm sees every text
         asked = run_cli("ask", "Kto przetwarza dane?", "--offline", "--json", env=env)
@@ -265,6 +270,6 @@ def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_canno
         drained = run_cli("embed", env=env)
         assert drained.returncode == 0, drained.stderr
         again = run_cli("search", "przetwarzanie danych", env=env)
-        assert again.returncode == 0 and "Warning" not in again.stderr
+        assert again.returncode == 0 and "have no bge-m3 vector" not in again.stderr
         checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
         assert checks["vectors"]["status"] == "ok" and checks["embedding queue"]["status"] == "ok"
