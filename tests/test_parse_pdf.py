@@ -118,7 +118,8 @@ def test_two_wordings_of_an_article_are_kept_apart_by_a_marked_line() -> None:
     now, later = text.split("\n" + TWO_WORDINGS + "\n")
     assert now.startswith("Art. 184. ") and later.startswith("Art. 184. ")
     assert "uzupełniającego urlopu macierzyńskiego" not in now and "uzupełniającego urlopu macierzyńskiego" in later
-    assert "art. 184: two consecutive versions merged" in _parsed("DU/2025/277").warnings
+    warning = "art. 184: two wordings (now, and after an amendment) kept in one article, marked"
+    assert warning in _parsed("DU/2025/277").warnings
 
 
 def test_amending_act_keeps_quoted_articles_inside_the_enclosing_article() -> None:

@@ -69,7 +69,7 @@ def test_two_versions_of_one_article_are_merged_once() -> None:
     assert [(a.number, a.text, a.repealed) for a in merged] == [
         ("5", f"Art. 5. (uchylony)\n{TWO_WORDINGS}\nArt. 5. Nowy.", False), ("6", "Art. 6. X.", False)]
     assert TWO_WORDINGS.startswith("[Tekst jednolity podaje dwa brzmienia tego artykułu")
-    assert warnings == ["art. 5: two consecutive versions merged"]
+    assert warnings == ["art. 5: two wordings (now, and after an amendment) kept in one article, marked"]
 
 
 @pytest.mark.parametrize(("url", "shown"), [

@@ -33,7 +33,8 @@ def merge_versions(articles: list[Article], warnings: list[str]) -> list[Article
             prev = merged[-1]
             prev.text = prev.text + "\n" + TWO_WORDINGS + "\n" + art.text
             prev.repealed = prev.repealed and art.repealed
-            warnings.append(f"art. {art.number}: two consecutive versions merged")
+            warnings.append(f"art. {art.number}: two wordings (now, and after an amendment) kept in one article, "
+                            "marked")
         else:
             merged.append(art)
     seen: set[str] = set()
