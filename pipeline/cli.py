@@ -510,7 +510,8 @@ def db_grant_reader(role: str, password: str | None) -> None:
     from . import db, schema
 
     schema.grant_reader(db.database_url(), role, password)
-    click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)} and call search_chunks()")
+    functions = ", ".join(f.split("(")[0] + "()" for f in schema.READER_FUNCTIONS)
+    click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)}; and call: {functions}")
 
 
 # --- currency: acts / sync -------------------------------------------------------------------------

@@ -195,7 +195,9 @@ def reader(url: str):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, version_articles, "
                                    "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
-                                   "current_acts, lexeme_stats, corpus_stats and call search_chunks()")
+                                   "current_acts, lexeme_stats, corpus_stats; and call: versions_as_of(), "
+                                   "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
+                                   "text_search_exact()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
     reader_url = url.replace("postgres:@", "reader1:pw@", 1)
     assert reader_url != url
