@@ -463,9 +463,9 @@ def answer_question(
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
+    from .articles import require_acts
     from .extractive import extractive_answer
     from .refusal import decide
-    from .articles import require_acts
     from .search import checked_search, vector_gap
 
     use_model = config.configured and not offline

@@ -338,8 +338,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             gap = service.run(lambda conn: vector_gap(conn, embedder.name, require_acts(conn, acts) if acts else None,
                                                       as_of)) if embedder is not None else None
         return {
-            "warnings": [gap] if gap else [],
-            "query": query, "mode": mode, "as_of": as_of, "acts": acts,
+            "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": [gap] if gap else [],
             "hits": [{
                 "rank": i, "citation": cite(h.act, h.article), "act": h.act, "act_title": h.act_title,
                 "article": h.article, "part": h.part, "version_no": h.version_no, "valid_from": h.valid_from,
