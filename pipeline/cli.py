@@ -446,8 +446,12 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
     if as_json:
         _emit_json(report)
         return
+    for warning in report["warnings"]:
+        _warn(warning)
     m = report["metrics"]
     n = len(report["questions"])
+    if report["settings"]:
+        click.echo("overrides: " + ", ".join(f"{name} {value}" for name, value in report["settings"].items()))
     click.echo(f"{n} question{'' if n == 1 else 's'} ({ids} ids); {m['answerable_scored']} answerable with their act in the "
                f"database, {m['answerable_not_in_corpus']} whose act is not ingested (not scored), "
                f"{m['unanswerable']} unanswerable")

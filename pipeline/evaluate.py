@@ -14,7 +14,7 @@ from .act_id import parse_act_id
 from .embedders import Embedder, embedder_from_env
 from .errors import EvalError, UsageError
 from .refusal import decide
-from .search import MODES, Hit, search
+from .search import MODES, Hit, search, vector_gap
 
 ID_SPLITS = ("all", "odd", "even")
 
@@ -32,7 +32,7 @@ class QuestionResult:
     id: str
     question: str
     answerable: bool
-    in_corpus: bool  # every expected act is ingested
+    in_corpus: bool  # an act of some expected article is ingested (a hit on any of them counts)
     ranks: dict[str, int | None] = field(default_factory=dict)  # mode -> rank of the first gold article
     top_similarity: float | None = None
     refused: bool | None = None  # by pipeline.refusal.decide on the hybrid hits (as `ask` decides)
@@ -108,7 +108,8 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     conn.rollback()
     results = []
     for q in questions:
-        r = QuestionResult(q.id, q.question, q.answerable, all(a in ingested for a, _ in q.expect))
+        # Scored when an act of any gold article is stored: a hit on any of them counts (shared/eval).
+        r = QuestionResult(q.id, q.question, q.answerable, any(a in ingested for a, _ in q.expect))
         hybrid_hits = None
         for mode in modes:
             hits = search(conn, q.question, embedder, k=k, mode=mode, **search_options)
@@ -121,7 +122,10 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
             verdict = decide(hybrid_hits, embedder.name)
             r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
         results.append(r)
+    # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
+    gap = vector_gap(conn, embedder.name) if vectors and set(modes) != {"text"} else None
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
+            "settings": search_options, "warnings": [gap] if gap else [],
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 
@@ -155,6 +159,9 @@ def run(path: Path, *, k: int = 10, modes: tuple[str, ...] = MODES, ids: str = "
         raise UsageError(str(exc)) from None
     _, conn = open_current()
     with closing(conn):
-        report = evaluate(conn, embedder_from_env(), questions, k=k, modes=modes, **overrides)
+        try:
+            report = evaluate(conn, embedder_from_env(), questions, k=k, modes=modes, **overrides)
+        except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
+            raise UsageError(str(exc)) from None
     report["ids"] = ids
     return report

@@ -120,6 +120,8 @@ def search(
     vector_weight = prof.vector_weight if vector_weight is None else vector_weight
     text_weight = prof.text_weight if text_weight is None else text_weight
     fetch_k = prof.fetch_k if fetch_k is None else fetch_k
+    if mode == "hybrid" and vector_weight == 0 and text_weight == 0:
+        raise ValueError("vector_weight and text_weight cannot both be 0: nothing would rank the hits")
     if mode != "text":
         if embedder is None:
             raise ValueError(f"{mode} search needs an embedder")

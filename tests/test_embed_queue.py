@@ -263,6 +263,11 @@ def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_canno
         asked = run_cli("ask", "Kto przetwarza dane?", "--offline", "--json", env=env)
         assert asked.returncode == 0, asked.stderr
         assert [w.split(":")[0] for w in json.loads(asked.stdout)["warnings"]] == [warning.removeprefix("Warning: ").split(":")[0]]
+        questions = ELI_MIRROR.parent / "eval" / "seed_questions.pl.jsonl"
+        evaluated = run_cli("eval", str(questions), "--mode", "all", "--json", env=env)  # vector figures: incomplete
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert [w.split(":")[0] for w in json.loads(evaluated.stdout)["warnings"]] == [
+            warning.removeprefix("Warning: ").split(":")[0]]
         checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
         assert checks["embedding queue"]["status"] == "warn" and checks["vectors"]["status"] == "warn"
         assert checks["vectors"]["detail"].startswith(f"{unembedded} of ") and checks["vectors"]["fix"] == "run: pipeline embed"

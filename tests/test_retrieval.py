@@ -114,6 +114,25 @@ def test_eval_reports_each_arm_and_fused_on_one_half(corpus_url, seed_file):
     assert [ln.split()[0] for ln in lines[2:5]] == ["hybrid", "vector", "text"]
 
 
+def test_eval_scores_a_question_when_any_gold_act_is_stored_and_records_its_overrides(corpus_url, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    row = {"id": "q-1", "question": "Ile dni urlopu na żądanie mogę wziąć w ciągu roku?", "answerable": True,
+           "expect": [{"act": "DU/2025/277", "art": "167^2"}, {"act": "DU/1999/1", "art": "1"}]}  # 1 of 2 stored
+    questions.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    env = {"DATABASE_URL": corpus_url}
+    result = run_cli("eval", str(questions), "--mode", "text", "--text-weight", "0.5", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["metrics"]["answerable_scored"] == 1 and report["questions"][0]["in_corpus"] is True
+    assert report["settings"] == {"text_weight": 0.5} and report["warnings"] == []
+    human = run_cli("eval", str(questions), "--mode", "text", "--fetch-k", "60", env=env)
+    assert human.returncode == 0 and human.stdout.splitlines()[0] == "overrides: fetch_k 60", human.stderr
+    nothing = run_cli("eval", str(questions), "--mode", "hybrid", "--vector-weight", "0", "--text-weight", "0", env=env)
+    assert nothing.returncode == 2
+    assert nothing.stderr.strip().splitlines()[-1] == (
+        "Error: vector_weight and text_weight cannot both be 0: nothing would rank the hits")
+
+
 def test_ask_and_eval_refuse_by_the_same_rule(corpus_url, tmp_path):
     questions = tmp_path / "q.jsonl"
     rows = [{"id": "q-1", "question": OFF_TOPIC, "expect": [], "answerable": False},
