@@ -36,7 +36,8 @@ def friendly(fn: Callable) -> Callable:
                 raise click.BadParameter(str(exc), param_hint=exc.param) from None
             raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
-            click.echo("Interrupted; nothing half-written (each act is one transaction).", err=True)
+            click.echo("Interrupted; nothing half-written (work is committed in whole transactions: an act, "
+                       "a batch of embeddings).", err=True)
             sys.exit(130)
         except Exception as exc:
             if os.environ.get("PIPELINE_DEBUG"):
@@ -114,12 +115,13 @@ def db_upgrade(revision: str) -> None:
 
     url = db.database_url()
     schema.upgrade(url, revision, force_interface=True)
-    click.echo(f"database at {schema.head_revision() if revision == 'head' else revision}")
+    _say_revision(url)
 
 
 @db_group.command("downgrade")
 @click.argument("revision")
-@click.option("--yes", is_flag=True, help="Confirm: a downgrade to 'base' drops all data.")
+@click.option("--yes", is_flag=True, help="Confirm (required): a downgrade drops what later revisions added; "
+                                          "to 'base', all data.")
 @friendly
 def db_downgrade(revision: str, yes: bool) -> None:
     """Revert migrations to REVISION ('base' = empty database)."""
@@ -127,8 +129,18 @@ def db_downgrade(revision: str, yes: bool) -> None:
 
     if not yes:
         raise click.UsageError("downgrading may drop data; pass --yes to confirm")
-    schema.downgrade(db.database_url(), revision)
-    click.echo(f"database at {revision}")
+    url = db.database_url()
+    schema.downgrade(url, revision)
+    _say_revision(url)
+    click.echo("note: other commands upgrade the database to head again before they run", err=True)
+
+
+def _say_revision(url: str) -> None:
+    """The revision the database is at now (not the one asked for: upgrading to an older one is a no-op)."""
+    from . import db, schema
+
+    with db.connect(url, autocommit=True) as conn:
+        click.echo(f"database at {schema.current_revision(conn) or 'base (empty)'}")
 
 
 @db_group.command("status")

@@ -19,7 +19,7 @@ from .resources import MIGRATIONS_DIR, SQL_DIR
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "search.sql")
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
-from .errors import UsageError
+from .errors import UsageError, one_line
 
 
 def _config(url: str):
@@ -147,16 +147,17 @@ def downgrade(url: str, revision: str) -> None:
 
 @contextlib.contextmanager
 def _known_revision(revision: str) -> Iterator[None]:
-    """alembic's "Can't locate revision" becomes a usage error that lists the revisions there are."""
+    """alembic's refusals (an unknown revision, a downgrade "target" above the current one) become
+    usage errors; an unknown one lists the revisions there are."""
     from alembic.util import CommandError
 
     try:
         yield
     except CommandError as exc:
-        if "locate revision" not in str(exc) and "No such revision" not in str(exc):
-            raise
-        known = sorted(p.name.split("_")[0] for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py"))
-        raise UsageError(f"no revision {revision!r}; known: {', '.join(known)}, head, base") from None
+        if "locate revision" in str(exc) or "No such revision" in str(exc):
+            known = sorted(p.name.split("_")[0] for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py"))
+            raise UsageError(f"no revision {revision!r}; known: {', '.join(known)}, head, base") from None
+        raise UsageError(one_line(exc)) from None
 
 
 def ensure_current(url: str) -> None:

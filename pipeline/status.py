@@ -29,9 +29,13 @@ def database_status() -> dict[str, Any]:
         if current:
             for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_queue",
                           "ingest_runs"):
-                info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-            info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
-                "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status").fetchall()
+                # After a downgrade, tables of later revisions (chunk_pieces: 0006) are not there.
+                if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
+                    info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
+            if conn.execute("SELECT to_regclass('embedding_status') IS NOT NULL").fetchone()[0]:
+                info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
+                    "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status"
+                ).fetchall()
     info["embedder"] = embedder_description()
     return info
 

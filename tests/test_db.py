@@ -46,6 +46,24 @@ def test_migrations_upgrade_from_empty_and_downgrade_back(server_url):
     assert TABLES <= _tables(url)
 
 
+def test_cli_migrations_say_where_the_database_is_and_status_works_at_an_older_revision(server_url):
+    url = create_database(server_url, "cli_migrations")
+    env = {"DATABASE_URL": url}
+    down = run_cli("db", "downgrade", "0005", "--yes", env=env)
+    assert down.returncode == 0 and down.stdout == "database at 0005\n", down.stderr
+    status = run_cli("db", "status", "--json", env=env)  # chunk_pieces (0006) is not there
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert info["migration"] == "0005" and "chunk_pieces" not in info["rows"] and "chunks" in info["rows"]
+    older = run_cli("db", "upgrade", "--revision", "0003", env=env)  # nothing to do: it says where it is
+    assert older.returncode == 0 and older.stdout == "database at 0005\n", older.stderr
+    above = run_cli("db", "downgrade", "0006", "--yes", env=env)
+    assert above.returncode == 2 and "unexpected" not in above.stderr
+    assert above.stderr.strip().splitlines()[-1].startswith("Error: Destination 0006 is not a valid downgrade target")
+    up = run_cli("db", "upgrade", env=env)
+    assert up.returncode == 0 and up.stdout == f"database at {schema.head_revision()}\n", up.stderr
+
+
 def test_a_read_only_database_at_head_serves_reads_and_behind_says_to_migrate_the_primary(server_url):
     """What a search node on a hot standby meets: at head no command writes on startup; when the
     schema differs from this pipeline's (a rolling upgrade that reached the search nodes first) the
