@@ -571,14 +571,18 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
     One line per act: unchanged | new version (a newer consolidated text) | amended since (the API
     lists amendments the stored text lacks) | not in force | failed | skipped (checked by an
     interrupted sync that this one resumes). Exit status 1 when any act failed; a second sync while
-    one runs is refused.
+    one runs is refused with exit status 75 (try again later), so cron can tell the two apart.
     """
     from . import sync
 
-    report = sync.run(archive_dir=archive_dir, embed=not no_embed, restart=restart,
-                      progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
-                      on_result=None if as_json else (lambda r: click.echo(r.line())),
-                      embed_progress=None if as_json else _progress_bar)
+    try:
+        report = sync.run(archive_dir=archive_dir, embed=not no_embed, restart=restart,
+                          progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
+                          on_result=None if as_json else (lambda r: click.echo(r.line())),
+                          embed_progress=None if as_json else _progress_bar)
+    except sync.SyncBusy as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(SYNC_BUSY_EXIT)
     if as_json:
         _emit_json(report.to_dict())
     else:
@@ -587,6 +591,9 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
                    + (f" (resumed sync {report.resumed})" if report.resumed else ""), err=True)
     if report.failed:
         sys.exit(1)
+
+
+SYNC_BUSY_EXIT = 75  # EX_TEMPFAIL (sysexits.h): another sync holds the lock; not a failed act
 
 
 # --- mcp -----------------------------------------------------------------------------------------
