@@ -255,9 +255,36 @@ def _report(r: Any) -> None:
 
 @contextlib.contextmanager
 def _progress_bar(total: int, model: str) -> Iterator[Callable[[int], None]]:
+    if not sys.stderr.isatty():  # a log (cron, CI): a bar draws nothing there until the end
+        yield _progress_lines(total, model)
+        return
     with click.progressbar(length=total, label=f"embedding ({model})", file=sys.stderr,
                            show_pos=True, show_eta=True) as bar:
         yield bar.update
+
+
+PROGRESS_LINE_SECONDS = 30.0
+
+
+def _progress_lines(total: int, model: str) -> Callable[[int], None]:
+    """One line at the start, then one every PROGRESS_LINE_SECONDS and at the end: N/total, rate, ETA."""
+    import time
+
+    started = time.monotonic()
+    state = {"done": 0, "said": started}
+    click.echo(f"embedding ({model}): {total} text(s)", err=True)
+
+    def advance(n: int) -> None:
+        state["done"] += n
+        now = time.monotonic()
+        if now - state["said"] < PROGRESS_LINE_SECONDS and state["done"] < total:
+            return
+        state["said"] = now
+        rate = state["done"] / max(now - started, 1e-9)
+        eta = f", ETA {(total - state['done']) / rate:.0f}s" if rate and state["done"] < total else ""
+        click.echo(f"embedding ({model}): {state['done']}/{total}, {rate:.1f} texts/s{eta}", err=True)
+
+    return advance
 
 
 # --- embed ---------------------------------------------------------------------------------------

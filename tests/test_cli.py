@@ -67,3 +67,17 @@ def test_bad_settings_and_values_say_what_is_wrong_in_one_line(args, env, code, 
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(message.replace("{file}", str(file))), result.stderr
     assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+
+
+def test_embedding_progress_in_a_log_is_lines_not_a_bar(monkeypatch, capsys):
+    """Where stderr is no terminal (cron, CI), a progress bar draws nothing until it ends: lines instead."""
+    from pipeline import cli
+
+    monkeypatch.setattr(cli, "PROGRESS_LINE_SECONDS", 0.0)
+    with cli._progress_bar(5, "m") as advance:
+        advance(2)
+        advance(3)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "embedding (m): 5 text(s)"
+    assert [line.split(",")[0] for line in lines[1:]] == ["embedding (m): 2/5", "embedding (m): 5/5"]
+    assert "ETA" in lines[1] and "ETA" not in lines[2]
