@@ -208,3 +208,23 @@ class MirrorServer:
 def start_mirror_server(root: Path) -> MirrorServer:
     """Serve ``root`` (a mirror in the acts/{pub}/{year}/{pos}/ layout) on 127.0.0.1, a free port."""
     return MirrorServer(root)
+
+
+if __name__ == "__main__":  # python tests/eli_server.py ../shared/eli: the mirror as the ELI API, for trying sync
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(description="Serve an ELI mirror folder as the ELI API on 127.0.0.1.")
+    parser.add_argument("mirror", type=Path, help="a folder in the mirror layout (acts/DU/2025/277/meta.json)")
+    mirror = parser.parse_args().mirror
+    if not (mirror / "acts").is_dir():
+        parser.error(f"{mirror} has no acts/ folder")
+    with start_mirror_server(mirror) as server:
+        print(f"ELI_API_URL={server.url}", flush=True)
+        print("serving; Ctrl-C stops", file=sys.stderr, flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            pass

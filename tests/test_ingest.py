@@ -233,6 +233,23 @@ def test_kodeks_pracy_over_http_is_archived_and_reingests_offline(scratch_url: s
         assert c.execute("SELECT count(*) FROM act_versions").fetchone()[0] == 1
 
 
+def test_the_mirror_server_runs_on_its_own_for_trying_sync_by_hand(scratch_url: str, tmp_path: Path) -> None:
+    """README: `python tests/eli_server.py ../shared/eli` prints ELI_API_URL=…; the CLI fetches through it."""
+    mirror = require_mirror()
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "eli_server.py"), str(mirror)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("ELI_API_URL=http://127.0.0.1:"), (first, proc.stderr.read() if proc.poll() else "")
+        env = {"DATABASE_URL": scratch_url, "ELI_API_URL": first.split("=", 1)[1]}
+        done = run_cli("ingest", "--act", "DU/2024/1513", "--no-embed", "--json", "--archive", str(tmp_path), env=env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["acts"][0]["status"] == "new"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+
+
 # --- 5. versions of one act ------------------------------------------------------------------------
 
 def _edited_copy(root: Path, act: str, old: str, new: str) -> Path:
