@@ -20,6 +20,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from . import currency, db, store
+from .errors import one_line
 from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
 from .ingest import IngestError, IngestResult, ingest_act
 from .parse import ParseError
@@ -115,6 +116,7 @@ class SyncResult:
     new_amendments: list[str] = field(default_factory=list)  # amendments listed since the last check
     currency: dict[str, Any] | None = None  # of ``current``, after the check
     error: str | None = None
+    warning: str | None = None  # what the check could not do, the rest being done (a missing base record)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +134,8 @@ class SyncResult:
             text += f"; new since last check: {', '.join(self.new_amendments)}"
         if self.currency:
             text += f"; {self.currency['note']}"
+        if self.warning:
+            text += f"; warning: {self.warning}"
         return text
 
 
@@ -234,7 +238,14 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
         raw = client.meta_bytes(eli)
         meta = json.loads(raw)
         result.metadata_changed = meta != stored_meta
-        newest = resolve_newest(client, eli, meta=meta) if base != eli else None
+        newest = None
+        if base != eli:
+            try:
+                newest = resolve_newest(client, eli, meta=meta)
+            except FetchError as exc:
+                # The act's own record was read, so its currency is checked all the same; only a newer
+                # consolidated text cannot be looked for (the mirror lacks DU/1974/141's full record).
+                result.warning = "newer consolidated texts not looked for: " + one_line(exc)
         if newest is not None and parse_act_id(newest.newest) > parse_act_id(eli):
             if progress:
                 progress(f"{eli}: newer consolidated text {newest.newest}")

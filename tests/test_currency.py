@@ -293,12 +293,16 @@ def test_sync_is_resumable_exclusive_and_reports_failures(env):
         "Error: another pipeline sync is running; try again when it has finished")
 
     env["server"].inject(f"/acts/{PATIENT_RIGHTS}", [Fault.not_found()])
+    # The base act's record missing: the consolidated text's own record is still checked, with a warning.
+    env["server"].inject(f"/acts/{LABOUR_CODE}", [Fault.not_found()])
     failed = _cli(env, "sync", "--no-embed", "--archive", env["archive"], "--json")
     assert failed.returncode == 1
     report = json.loads(failed.stdout)
     by_act = {a["act"]: a for a in report["acts"]}
     assert by_act[PATIENT_RIGHTS]["status"] == "failed" and "not found" in by_act[PATIENT_RIGHTS]["error"]
     assert by_act[TJ_NEWER]["status"] == "unchanged" and report["resumed"] is None
+    assert by_act[TJ_NEWER]["error"] is None
+    assert by_act[TJ_NEWER]["warning"].startswith(f"newer consolidated texts not looked for: act {LABOUR_CODE} not found")
 
 
 def test_sync_parses_again_only_when_the_downloaded_text_differs(env):
