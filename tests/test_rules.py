@@ -130,6 +130,16 @@ def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["a.txt"]  # no temporary file left behind
 
 
+def test_write_atomic_gives_what_open_would_by_default(tmp_path: Path) -> None:
+    old = os.umask(0o027)  # restored below; this test's process is single-threaded here
+    try:
+        write_atomic(tmp_path / "a.txt", b"x")
+        (tmp_path / "b.txt").write_bytes(b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == 0o640
+
+
 def test_write_atomic_leaves_nothing_when_the_folder_is_missing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         write_atomic(tmp_path / "missing" / "a.txt", b"x")
