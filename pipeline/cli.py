@@ -555,6 +555,9 @@ def db_grant_reader(role: str, password: str | None) -> None:
     schema.grant_reader(db.database_url(), role, password)
     functions = ", ".join(f.split("(")[0] + "()" for f in schema.READER_FUNCTIONS)
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)}; and call: {functions}")
+    if password is None:
+        click.echo(f"note: {role} has no password, so it cannot log in; give --password, or use it from another "
+                   f"login with SET ROLE {role}", err=True)
 
 
 # --- currency: acts / sync -------------------------------------------------------------------------

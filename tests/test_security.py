@@ -218,6 +218,13 @@ def _readme_sql_section() -> str:
     return readme[start:readme.index("\n## ", start + 1)]
 
 
+def test_a_reader_without_a_password_is_told_it_cannot_log_in(url: str) -> None:
+    done = run_cli("db", "grant-reader", "reader2", env={"DATABASE_URL": url}, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("role reader2 can read: "), done.stderr
+    assert done.stderr.strip() == ("note: reader2 has no password, so it cannot log in; give --password, "
+                                   "or use it from another login with SET ROLE reader2")
+
+
 def test_every_view_of_the_readme_table_is_granted() -> None:
     section = _readme_sql_section()
     first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
