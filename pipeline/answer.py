@@ -463,7 +463,6 @@ def answer_question(
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
-    from .articles import require_acts
     from .extractive import extractive_answer
     from .refusal import decide
     from .search import checked_search, vector_gap
@@ -480,7 +479,7 @@ def answer_question(
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits])
     # Ends the read-only transaction: none stays open while a model writes.
-    gap = vector_gap(conn, embedder.name, require_acts(conn, list(acts)) if acts else None, as_of)
+    gap = vector_gap(conn, embedder.name, acts, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,

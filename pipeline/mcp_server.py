@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from . import __version__
 from .answer import ChatConfig, answer_question, cite
-from .articles import get_article, list_acts, require_acts, table_of_contents
+from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
 from .errors import PipelineError
 from .search import MODES, search, vector_gap, with_currency
@@ -333,10 +333,9 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
     ) -> SearchResult:
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
-            hits = service.run(lambda conn: with_currency(
-                conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)))
-            gap = service.run(lambda conn: vector_gap(conn, embedder.name, require_acts(conn, acts) if acts else None,
-                                                      as_of)) if embedder is not None else None
+            hits, gap = service.run(lambda conn: (
+                with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)),
+                vector_gap(conn, embedder.name, acts or (), as_of) if embedder is not None else None))
         return {
             "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": [gap] if gap else [],
             "hits": [{

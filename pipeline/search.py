@@ -160,8 +160,7 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         embedder = embedder_from_env() if mode != "text" else None
         hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
                               include_repealed=include_repealed)
-        if embedder is not None and on_warning and (
-                gap := vector_gap(conn, embedder.name, require_acts(conn, list(acts)) if acts else None, as_of)):
+        if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name, acts, as_of)):
             on_warning(gap)
         if mode == "hybrid" and embedder is not None and on_warning:
             from .refusal import decide  # the rule ask applies: hits this far off answer nothing
@@ -175,14 +174,15 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
 GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
 
 
-def vector_gap(conn: psycopg.Connection, model: str, acts: list[str] | None = None,
+def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
                as_of: dt.date | None = None) -> str | None:
-    """A warning when texts of the searched versions (``acts``, ``as_of`` as search_chunks selects
-    them) wait in the queue for ``model`` (stored with --no-embed, or being embedded): until `pipeline
-    embed` has run, the vector arm cannot find their articles, and the refusal rule, which reads its
-    similarity, judges without them."""
+    """A warning when texts of the searched versions (``acts`` as a user gives them, ``as_of``, selected
+    as search_chunks selects them) wait in the queue for ``model`` (stored with --no-embed, or being
+    embedded): until `pipeline embed` has run, the vector arm cannot find their articles, and the
+    refusal rule, which reads its similarity, judges without them."""
     waiting = 0
     if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
+        eli_ids = require_acts(conn, list(acts)) if acts else None
         waiting = conn.execute(
             """
             SELECT count(*) FROM (
@@ -192,7 +192,7 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: list[str] | None = No
                 JOIN chunks c ON c.chunk_id = u.chunk_id
                 WHERE q.model = %s AND c.version_id IN (SELECT selected_versions(%s::text[], %s::date))
                 LIMIT %s) w
-            """, (model, acts, as_of, GAP_COUNT_CAP + 1)).fetchone()[0]
+            """, (model, eli_ids, as_of, GAP_COUNT_CAP + 1)).fetchone()[0]
     conn.rollback()
     if not waiting:
         return None
