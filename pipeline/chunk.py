@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .parse.articles import TWO_WORDINGS
 from .parse.model import Article
 
 DEFAULT_MAX_CHARS = 1200
@@ -47,6 +48,7 @@ def chunk_pieces(embed_text: str, text: str, size: int = PIECE_CHARS) -> list[Pi
     """The pieces of a chunk (given its embed_text and text) longer than ``size``; none for a shorter
     chunk (its own vector is the piece's). Each piece carries the chunk's header line, so it is
     embedded with the act, headings and article it belongs to."""
+    text = searched_text(text)
     if len(text) <= size:
         return []
     header = embed_text.split("\n", 1)[0]
@@ -55,6 +57,15 @@ def chunk_pieces(embed_text: str, text: str, size: int = PIECE_CHARS) -> list[Pi
         piece_text = f"{header}\n{part}"
         pieces.append(Piece(i, piece_text, hashlib.sha256(piece_text.encode("utf-8")).hexdigest()))
     return pieces
+
+
+def searched_text(text: str) -> str:
+    """A chunk's text as it is embedded and full-text indexed: without the line the parser puts between
+    two wordings of an article (TWO_WORDINGS). That line is ours, not the statute's: shown to readers and
+    the answer model, but its words ("obowiązuje", "zmiany", "wejścia w życie") are no evidence that the
+    article answers a question. Left out, the searched text is what it was before the line existed, so
+    adding it changed no content hash and re-embedded nothing."""
+    return text.replace("\n" + TWO_WORDINGS + "\n", "\n")
 
 
 def short_title(title: str | None) -> str:
@@ -97,7 +108,7 @@ def chunk_article(article: Article, act_title: str = "", *, max_chars: int = DEF
         texts.append(piece.strip())
     chunks = []
     for i, text in enumerate(texts, start=1):
-        embed_text = context_header(act_title, article, i, len(texts)) + "\n" + text
+        embed_text = context_header(act_title, article, i, len(texts)) + "\n" + searched_text(text)
         digest = hashlib.sha256(embed_text.encode("utf-8")).hexdigest()
         chunks.append(Chunk(article.number, i, len(texts), text, embed_text, digest))
     return chunks

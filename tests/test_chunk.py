@@ -135,3 +135,21 @@ def test_text_hash_follows_the_articles_not_the_bytes() -> None:
     assert text_sha256(a) != text_sha256(a[:1])
     assert text_sha256(a) != text_sha256([ART_154, Article("155", "Art. 155. Tekst.", repealed=True)])
     assert text_sha256(a) != text_sha256([ART_154, Article("155", "Art. 155. Tekst.", ["Rozdział 2"])])
+
+
+def test_the_two_wordings_line_is_shown_but_not_searched() -> None:
+    """The parser's line between two wordings of an article is in the chunk's text (readers, the answer
+    model) and not in what is embedded and full-text indexed, nor in its pieces."""
+    from pipeline.chunk import chunk_pieces
+    from pipeline.parse.articles import TWO_WORDINGS
+
+    now, later = "Art. 24. 1. Kto przesyła informację, podlega karze grzywny.", "Art. 24. (uchylony)"
+    marked = Article("24", f"{now}\n{TWO_WORDINGS}\n{later}")
+    (chunk,) = chunk_article(marked, "Ustawa o świadczeniu usług drogą elektroniczną")
+    (plain,) = chunk_article(Article("24", f"{now}\n{later}"), "Ustawa o świadczeniu usług drogą elektroniczną")
+    assert TWO_WORDINGS in chunk.text and TWO_WORDINGS not in chunk.embed_text
+    assert (chunk.embed_text, chunk.content_sha256) == (plain.embed_text, plain.content_sha256)
+    long = Article("24", "\n".join([now * 8, TWO_WORDINGS, later]))
+    (long_chunk,) = chunk_article(long, "", max_chars=5000)
+    pieces = chunk_pieces(long_chunk.embed_text, long_chunk.text)
+    assert pieces and not any(TWO_WORDINGS in p.embed_text for p in pieces)

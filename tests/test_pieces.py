@@ -16,7 +16,7 @@ from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, r
 from embedding_stand_in import StandInEmbedder
 
 from pipeline import db, embed, schema, store
-from pipeline.chunk import PIECE_CHARS, chunk_article, chunk_pieces
+from pipeline.chunk import PIECE_CHARS, chunk_article, chunk_pieces, searched_text
 from pipeline.search import search
 
 KP = "DU/2025/277"
@@ -49,8 +49,8 @@ def test_only_chunks_longer_than_a_piece_have_pieces_and_pieces_cover_the_chunk(
             assert p.content_sha256 == hashlib.sha256(p.embed_text.encode()).hexdigest()
             bodies.append(body)
         # Pieces only cut at unit (then sentence, then word) boundaries: together they are the chunk's
-        # text, word for word.
-        assert " ".join(" ".join(bodies).split()) == " ".join(c.text.split())
+        # searched text (its text less the two-wordings line), word for word.
+        assert " ".join(" ".join(bodies).split()) == " ".join(searched_text(c.text).split())
         assert all(len(b) <= PIECE_CHARS for b in bodies)
 
 
