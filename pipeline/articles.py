@@ -89,7 +89,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     ).fetchone()
     if not row:
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
-    cur = currency.for_acts(conn, [row["eli"]]).get(row["eli"])
+    cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row
 

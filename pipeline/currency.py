@@ -47,43 +47,72 @@ class Currency:
     amended_after: tuple[Amendment, ...] | None  # None: the metadata says nothing about amendments
     is_current: bool = True  # holds the current text of its base act
     version_no: int | None = None  # its latest stored version
+    # The date the reader asked about (search/ask/show --as-of); None: today. What happened to the act
+    # after that date does not bear on the law as it stood then (amendments, going out of force).
+    as_of: dt.date | None = None
 
     @property
     def consolidated(self) -> bool:
         return self.base_eli != self.eli
 
     @property
+    def amendments(self) -> tuple[Amendment, ...] | None:
+        """The amendments after the text that bear on the date asked about: all of them, or with
+        ``as_of`` those dated on or before it. An undated one is kept: it cannot be ruled out."""
+        if self.amended_after is None or self.as_of is None:
+            return self.amended_after
+        return tuple(a for a in self.amended_after if a.date is None or a.date <= self.as_of)
+
+    @property
     def amended(self) -> bool:
-        return bool(self.amended_after)
+        return bool(self.amendments)
+
+    @property
+    def repealed_since(self) -> bool:
+        """Not in force now, but in force on the date asked about (it expired after ``as_of``)."""
+        return (self.in_force == NOT_IN_FORCE and self.as_of is not None and self.expiration_date is not None
+                and self.expiration_date > self.as_of)
 
     @property
     def not_in_force(self) -> bool:
-        return self.in_force == NOT_IN_FORCE
+        """Not in force on the date asked about (today without ``as_of``)."""
+        return self.in_force == NOT_IN_FORCE and not self.repealed_since
 
     def note(self) -> str:
-        """One Polish line: text as of DATE; amended since by N acts (ids, dates); or not in force."""
+        """One Polish line: text as of DATE; amended since by N acts (ids, dates); or not in force.
+        With ``as_of``, only the amendments up to that date count."""
         kind = "tekst jednolity" if self.consolidated else "tekst"
         parts = [f"{self.eli}: {kind} według stanu na {self.text_as_of or 'nieznaną datę'}"]
-        if self.not_in_force:
+        since = f"do {self.as_of}" if self.as_of else "później"
+        if self.in_force == NOT_IN_FORCE:
             parts.append("akt nie obowiązuje" + (f" od {self.expiration_date}" if self.expiration_date else "")
-                         + (f" ({self.status})" if self.status else ""))
-        if self.amended_after:
-            listed = ", ".join(_amendment(a) for a in self.amended_after)
-            parts.append(f"później zmieniony {_acts(len(self.amended_after))}: {listed}")
-        elif self.amended_after is None:
+                         + (f" ({self.status})" if self.status else "")
+                         + (f"; {self.as_of} jeszcze obowiązywał" if self.repealed_since else ""))
+        amendments = self.amendments
+        if amendments:
+            listed = ", ".join(_amendment(a) for a in amendments)
+            parts.append(f"{since} zmieniony {_acts(len(amendments))}: {listed}")
+        elif amendments is None:
             # No check time: the record was made for a local file, no ELI metadata was read.
-            parts.append("metadane ELI nie podają późniejszych zmian" if self.checked_at
-                         else "metadanych ELI nie sprawdzono (tekst z pliku)")
+            parts.append(("metadane ELI nie podają późniejszych zmian" if self.checked_at
+                          else "metadanych ELI nie sprawdzono (tekst z pliku)"))
         elif not self.not_in_force:
-            parts.append("bez późniejszych zmian według metadanych ELI")
+            parts.append(f"{since} bez zmian według metadanych ELI" if self.as_of
+                         else "bez późniejszych zmian według metadanych ELI")
+        if amendments is not None and (later := len(self.amended_after or ()) - len(amendments)):
+            parts.append(f"po tej dacie zmieniony {'jeszcze ' if amendments else ''}{_acts(later)}")
         if self.checked_at:
             parts.append(f"sprawdzono {self.checked_at:%Y-%m-%d}")
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record's facts, with ``amended_after`` / ``amendments_after`` those that bear on ``as_of``
+        (the note's), and ``amended_after_total`` all of them."""
         d = asdict(self)
-        d["amended_after"] = None if self.amended_after is None else [asdict(a) for a in self.amended_after]
-        d["amendments_after"] = None if self.amended_after is None else len(self.amended_after)
+        amendments = self.amendments
+        d["amended_after"] = None if amendments is None else [asdict(a) for a in amendments]
+        d["amendments_after"] = None if amendments is None else len(amendments)
+        d["amended_after_total"] = None if self.amended_after is None else len(self.amended_after)
         d["note"] = self.note()
         return d
 
@@ -103,10 +132,11 @@ def warning(currencies: Iterable[Currency]) -> str | None:
     """One Polish line under an answer when a cited act was amended after its text, or is not in force."""
     problems = []
     for c in currencies:
-        if c.amended_after:
-            last = max(c.amended_after, key=lambda a: (a.date or dt.date.min))
-            problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono później "
-                            f"{_acts(len(c.amended_after))}, ostatnio {_amendment(last)}")
+        if amendments := c.amendments:
+            last = max(amendments, key=lambda a: (a.date or dt.date.min))
+            problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono "
+                            f"{f'do {c.as_of}' if c.as_of else 'później'} {_acts(len(amendments))}, "
+                            f"ostatnio {_amendment(last)}")
         if c.not_in_force:
             problems.append(f"{c.eli} nie obowiązuje" + (f" od {c.expiration_date}" if c.expiration_date else ""))
     if not problems:
@@ -177,21 +207,23 @@ _COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, chang
             "amended_after, is_current, version_no")
 
 
-def _from_row(row: tuple) -> Currency:
+def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
     eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version = row
     amendments = None if amended is None else tuple(
         Amendment(a["eli"], _date(a.get("date")), a.get("date_of") or "act") for a in amended
     )
-    return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version)
+    return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
+                    asked)
 
 
-def for_acts(conn: psycopg.Connection, elis: Iterable[str]) -> dict[str, Currency]:
-    """Currency of the given acts (those stored), by ELI id."""
+def for_acts(conn: psycopg.Connection, elis: Iterable[str], as_of: dt.date | None = None) -> dict[str, Currency]:
+    """Currency of the given acts (those stored), by ELI id, for the law as it stood on ``as_of``
+    (None: today)."""
     wanted = sorted(set(elis))
     if not wanted:
         return {}
     rows = conn.execute(f"SELECT {_COLUMNS} FROM act_currency WHERE eli = ANY(%s)", (wanted,)).fetchall()
-    return {row[0]: _from_row(row) for row in rows}
+    return {row[0]: _from_row(row, as_of) for row in rows}
 
 
 def list_acts(conn: psycopg.Connection, *, current_only: bool = True) -> list[Currency]:

@@ -334,7 +334,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
             hits, gap = service.run(lambda conn: (
-                with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)),
+                with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of), as_of),
                 vector_gap(conn, embedder.name, acts or (), as_of) if embedder is not None else None))
         return {
             "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": [gap] if gap else [],

@@ -168,7 +168,7 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
             if (verdict := decide(hits, embedder.name)).refused:
                 on_warning(f"none of these articles looks like an answer ({verdict.reason}); "
                            "`pipeline ask` would say the documents do not hold one")
-        return with_currency(conn, hits)
+        return with_currency(conn, hits, as_of)
 
 
 GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
@@ -202,11 +202,12 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
             f"the vector arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
 
 
-def with_currency(conn: psycopg.Connection, hits: list[Hit]) -> list[Hit]:
-    """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see."""
+def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
+    """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see,
+    for the law as it stood on ``as_of`` (the date searched; None: today)."""
     from .currency import for_acts
 
-    found = for_acts(conn, [h.act for h in hits])
+    found = for_acts(conn, [h.act for h in hits], as_of)
     for h in hits:
         h.currency = found[h.act].to_dict() if h.act in found else None
     return hits
