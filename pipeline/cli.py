@@ -161,7 +161,8 @@ def db_status(as_json: bool) -> None:
     for name, n in info["rows"].items():
         click.echo(f"  {name:<16} {n:>9}")
     for m in info["embeddings"]:
-        click.echo(f"embeddings:  {m['model']} ({m['dimensions']}-d, {m['backend']}): "
+        kind = f"{m['dimensions']}-d, {m['backend']}" if m["dimensions"] else "not embedded with yet"
+        click.echo(f"embeddings:  {m['model']} ({kind}): "
                    f"{m['embedded']} embedded of {m['texts']} texts, {m['queued']} queued")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
 

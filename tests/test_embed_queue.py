@@ -234,6 +234,21 @@ def test_bad_embed_options_are_rejected(flag):
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+def test_status_shows_a_model_from_its_first_queued_text(scratch_url):
+    """Before any worker has embedded with the configured model, `ingest --no-embed` has queued texts for
+    it by name: embedding_status and `db status` list it (dimensions unknown yet) instead of nothing."""
+    require_mirror()
+    _ingest(scratch_url, "DU/2026/548")
+    texts = _distinct_texts(scratch_url)
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM embedding_models").fetchone()[0] == 0
+        row = c.execute("SELECT model, dimensions, texts, embedded, queued FROM embedding_status").fetchall()
+    assert row == [("bge-m3", None, texts, 0, texts)] and texts > 0
+    shown = run_cli("db", "status", env={"DATABASE_URL": scratch_url})
+    assert shown.returncode == 0, shown.stderr
+    assert f"bge-m3 (not embedded with yet): 0 embedded of {texts} texts, {texts} queued" in shown.stdout
+
+
 def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_cannot_see(scratch_url):
     """`ingest --no-embed` queues the texts for the configured model: until `pipeline embed` has run,
     search and ask warn that the vector arm cannot find those articles, and doctor says how many."""
