@@ -1178,7 +1178,7 @@ def text_bounds(args, admin_url: str, n: int) -> dict | None:
     for text in texts:
         lists, ndocs, idfs = [], [], []
         for lexeme_id, idf, ndoc in conn.execute(
-                "SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks), l.ndoc FROM lexicon l CROSS JOIN corpus_stats g "
+                "SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks), l.npostings FROM lexicon l CROSS JOIN corpus_stats g "
                 "WHERE l.lexeme = ANY (search_terms(%s))", (text,)).fetchall():
             rows = np.array(conn.execute("SELECT chunk_id, impact FROM postings WHERE lexeme_id = %s "
                                          "ORDER BY impact DESC, chunk_id", (lexeme_id,)).fetchall(), dtype=np.float64)
@@ -1492,7 +1492,7 @@ DECLARE
     lexemes text[]; lexeme_ids integer[]; ndocs integer[]; idfs double precision[];
     avg_length double precision; depths integer[]; ids bigint[];
 BEGIN
-    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.ndoc), array_agg(bm25_idf(l.ndoc, g.chunks)),
+    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.npostings), array_agg(bm25_idf(l.ndoc, g.chunks)),
            min(g.avg_length)
     INTO lexemes, lexeme_ids, ndocs, idfs, avg_length
     FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (terms);

@@ -14,15 +14,18 @@
 -- Corpus statistics for BM25 ranking of the full-text arm (ts_rank has no inverse document
 -- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word). Kept up to
 -- date by triggers on chunks, in the writing transaction (revision 0005); these views are their
--- public face, with the columns the materialized views of 0002-0004 had.
+-- public face, with the columns the materialized views of 0002-0004 had. Since revision 0007 they
+-- count each distinct chunk text (content hash) once: the unchanged articles of a new version do not
+-- count again, so storing versions does not shift the statistics.
 CREATE OR REPLACE VIEW lexeme_stats AS
     SELECT lexeme, ndoc FROM lexicon;
-COMMENT ON VIEW lexeme_stats IS 'In how many chunks each lexeme occurs (BM25 idf); kept by triggers on chunks.';
+COMMENT ON VIEW lexeme_stats IS
+    'In how many distinct chunk texts each lexeme occurs (BM25 idf); kept by triggers on chunks.';
 CREATE OR REPLACE VIEW corpus_stats AS
     SELECT id, chunks::float8 AS chunks, coalesce(total_length::float8 / nullif(chunks, 0), 1) AS avg_length
     FROM corpus_totals;
 COMMENT ON VIEW corpus_stats IS
-    'Chunk count and average tsvector length (BM25); one row, kept by triggers on chunks.';
+    'Distinct chunk texts and their average tsvector length (BM25); one row, kept by triggers on chunks.';
 
 -- A repair tool, not part of ingest: rebuilds the statistics and postings from the chunks, e.g. after
 -- rows were written with triggers disabled (session_replication_role = replica, pg_restore
@@ -92,6 +95,8 @@ END;
 -- the rare ones' and lost recall as the lists grew: at 1M chunks, for the same number of postings,
 -- recall@10 against exact BM25 goes from 0.902 to 0.932 (1000 chunks scored) and from 0.938 to 0.970
 -- (2500), nearly what reading by the exact contributions reaches (0.943 / 0.973; docs/scaling.md).
+-- `ndocs` are the lists' lengths (lexicon.npostings: since revision 0007 a list can be longer than
+-- its lexeme's document frequency, by the chunks of other versions holding the same text).
 CREATE OR REPLACE FUNCTION postings_depths(ndocs integer[], idfs double precision[], budget bigint)
 RETURNS integer[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
@@ -151,7 +156,7 @@ DECLARE
     n_scored   integer;
     lexemes    text[];
     lexeme_ids integer[];
-    ndocs      integer[];
+    lengths    integer[];  -- of the lexemes' postings lists
     idfs       double precision[];
     depths     integer[];  -- postings read per lexeme (postings_depths)
     avg_length double precision;
@@ -166,21 +171,21 @@ BEGIN
                 ELSE greatest(n_postings, 1) END,
            greatest(25 * n, ceil(g.chunks / 400)::integer)
     INTO n_postings, n_scored FROM corpus_stats g;
-    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.ndoc), array_agg(bm25_idf(l.ndoc, g.chunks)),
+    SELECT array_agg(l.lexeme), array_agg(l.lexeme_id), array_agg(l.npostings), array_agg(bm25_idf(l.ndoc, g.chunks)),
            min(g.avg_length),
            -- The scan's candidates come from the informative lexemes only: one in more than a tenth
            -- of all chunks ("dzień", "pracownik") would make nearly every chunk a candidate, while
            -- alone it could never lift one into the top n. It still counts in the score of the others.
            string_agg(quote_literal(l.lexeme), ' | ') FILTER (WHERE l.ndoc <= 0.1 * g.chunks)::tsquery,
            string_agg(quote_literal(l.lexeme), ' | ')::tsquery
-    INTO lexemes, lexeme_ids, ndocs, idfs, avg_length, tsq, tsq_all
+    INTO lexemes, lexeme_ids, lengths, idfs, avg_length, tsq, tsq_all
     FROM lexicon l CROSS JOIN corpus_stats g
     WHERE l.lexeme = ANY (terms);
     IF lexemes IS NULL THEN
         RETURN;  -- no query lexeme occurs in any chunk
     END IF;
-    depths := postings_depths(ndocs, idfs, (SELECT sum(least(d, n_postings)) FROM unnest(ndocs) d)::bigint);
-    cut := EXISTS (SELECT FROM unnest(ndocs, depths) u(d, r) WHERE r < d);
+    depths := postings_depths(lengths, idfs, (SELECT sum(least(d, n_postings)) FROM unnest(lengths) d)::bigint);
+    cut := EXISTS (SELECT FROM unnest(lengths, depths) u(d, r) WHERE r < d);
     versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
 
     IF acts IS NULL THEN

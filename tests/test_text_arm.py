@@ -39,12 +39,17 @@ def store_act(conn: psycopg.Connection, act: str, **meta_changes) -> None:
     assert stored.status == "new"
 
 
+# One chunk per distinct text (content hash): what the statistics count (revision 0007).
+DISTINCT_TEXTS = "SELECT DISTINCT ON (content_sha256) tsv FROM chunks ORDER BY content_sha256, chunk_id"
+
+
 def stats_vs_recompute(conn: psycopg.Connection) -> dict[str, float]:
-    """How far the kept statistics and postings are from a recompute over the chunks (all 0: equal)."""
-    lexemes = conn.execute("""
-        SELECT count(*) FROM ((SELECT lexeme, ndoc FROM lexeme_stats EXCEPT SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks'))
+    """How far the kept statistics and postings are from a recompute over the chunks (all 0: equal):
+    document frequencies and totals over the distinct texts, postings over every chunk."""
+    lexemes = conn.execute(f"""
+        SELECT count(*) FROM ((SELECT lexeme, ndoc FROM lexeme_stats EXCEPT SELECT word, ndoc FROM ts_stat('{DISTINCT_TEXTS}'))
                               UNION ALL
-                              (SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks') EXCEPT SELECT lexeme, ndoc FROM lexeme_stats)) d
+                              (SELECT word, ndoc FROM ts_stat('{DISTINCT_TEXTS}') EXCEPT SELECT lexeme, ndoc FROM lexeme_stats)) d
     """).fetchone()[0]
     postings = conn.execute("""
         SELECT count(*) FROM ((SELECT p.chunk_id, l.lexeme FROM postings p JOIN lexicon l USING (lexeme_id)
@@ -54,7 +59,7 @@ def stats_vs_recompute(conn: psycopg.Connection) -> dict[str, float]:
                                EXCEPT ALL SELECT p.chunk_id, l.lexeme FROM postings p JOIN lexicon l USING (lexeme_id))) d
     """).fetchone()[0]
     chunks, avg_length = conn.execute("SELECT chunks, avg_length FROM corpus_stats").fetchone()
-    true_chunks, true_avg = conn.execute("SELECT count(*), coalesce(avg(length(tsv)), 1) FROM chunks").fetchone()
+    true_chunks, true_avg = conn.execute(f"SELECT count(*), coalesce(avg(length(tsv)), 1) FROM ({DISTINCT_TEXTS}) d").fetchone()
     return {"lexemes": lexemes, "postings": postings, "chunks": chunks - true_chunks,
             "avg_length": round(abs(avg_length - float(true_avg)), 9)}
 
@@ -111,6 +116,37 @@ def test_statistics_follow_updates_of_the_text_and_truncate(conn):
     conn.commit()
     assert stats_vs_recompute(conn) == EQUAL
     assert conn.execute("SELECT chunks, avg_length FROM corpus_stats").fetchone() == (0, 1)
+
+
+def test_a_new_version_counts_only_the_texts_it_changed(conn):
+    """Revision 0007: a new text of an act whose articles are mostly unchanged gets postings for every
+    chunk (the text arm must find each version's own) but counts only the texts it changed, so idf and
+    the average length do not move for the unchanged rest; the old version's removal takes out only the
+    texts no chunk holds any more."""
+    act = SMALL_ACTS[0]
+    store_act(conn, act)
+    first = conn.execute("SELECT chunks FROM corpus_stats").fetchone()[0]
+    parsed = parsed_act(act)
+    last = parsed.articles[-1]
+    changed = dataclasses.replace(parsed, articles=[*parsed.articles[:-1],
+                                                    dataclasses.replace(last, text=last.text + " Teleporada.")])
+    meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
+    stored = store.store_version(conn, meta, changed, source_sha256="second", model=None)
+    assert stored.version_no == 2
+    conn.commit()
+    assert stats_vs_recompute(conn) == EQUAL
+    n_chunks, n_texts = conn.execute("SELECT count(*), count(DISTINCT content_sha256) FROM chunks").fetchone()
+    changed_parts = n_chunks - 2 * first
+    assert n_chunks > n_texts and n_texts == first + 1 == conn.execute("SELECT chunks FROM corpus_stats").fetchone()[0]
+    assert changed_parts == 0  # one text changed: its chunk count did not
+    assert conn.execute("SELECT ndoc FROM lexeme_stats WHERE lexeme = 'teleporada'").fetchone() == (1,)
+    # Every chunk of both versions has its postings: the text arm finds either version's own.
+    assert conn.execute("SELECT count(DISTINCT chunk_id) FROM postings").fetchone()[0] == n_chunks
+
+    conn.execute("DELETE FROM act_versions WHERE eli = %s AND version_no = 1", (act,))
+    conn.commit()
+    assert stats_vs_recompute(conn) == EQUAL
+    assert conn.execute("SELECT chunks FROM corpus_stats").fetchone()[0] == first
 
 
 def test_ingest_never_recomputes_the_statistics(conn):
@@ -288,10 +324,11 @@ def test_postings_depths_spend_the_budget_rare_lexemes_first(corpus):
 
 def python_bm25_top(conn: psycopg.Connection, question: str, k: int) -> list[tuple[int, float]]:
     """Exact BM25 (k1 1.2, b 0.75) of the current, unrepealed chunks, best part per article, from the
-    raw tsvectors and document frequencies counted here: independent of lexicon, postings and bm25_*."""
+    raw tsvectors and document frequencies counted here over the distinct texts (the corpus holds two
+    versions of the patient act): independent of lexicon, postings and bm25_*."""
     terms = set(conn.execute("SELECT search_terms(%s)", (question,)).fetchone()[0])
-    n, avg = conn.execute("SELECT count(*), avg(length(tsv))::float8 FROM chunks").fetchone()
-    ndoc = dict(conn.execute("SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks') WHERE word = ANY (%s)",
+    n, avg = conn.execute(f"SELECT count(*), avg(length(tsv))::float8 FROM ({DISTINCT_TEXTS}) d").fetchone()
+    ndoc = dict(conn.execute(f"SELECT word, ndoc FROM ts_stat('{DISTINCT_TEXTS}') WHERE word = ANY (%s)",
                              (list(terms),)).fetchall())
     rows = conn.execute("""
         SELECT c.chunk_id, c.version_id, c.article, length(c.tsv), t.lexeme, cardinality(t.positions)
@@ -405,3 +442,39 @@ def test_migration_from_0004_backfills_and_downgrades(server_url, monkeypatch):
     with psycopg.connect(url) as c:
         assert stats_vs_recompute(c) == EQUAL
         assert len(c.execute(TEXT_SQL, ("przekazanie informacji o incydencie", 5, None, None)).fetchall()) == 5
+
+
+def test_migration_0007_counts_each_text_once_and_downgrades(server_url):
+    """A database from before 0007 counted the unchanged chunks of a second version twice: the upgrade
+    recounts from the postings (which stay), the downgrade counts every chunk again."""
+    url = create_database(server_url, "migrate_0007", migrate=False)
+    schema.upgrade(url, "0006")
+    act = SMALL_ACTS[0]
+    with psycopg.connect(url) as c:
+        store_act(c, act)
+        parsed = parsed_act(act)
+        meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
+        later = dataclasses.replace(parsed, articles=parsed.articles[:-1])
+        assert store.store_version(c, meta, later, source_sha256="second", model=None).version_no == 2
+        c.commit()
+        every_chunk = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        # (The interface's views come at head; below it the tables.)
+        assert c.execute("SELECT chunks FROM corpus_totals").fetchone()[0] == every_chunk  # twice, mostly
+        postings = c.execute("SELECT count(*) FROM postings").fetchone()[0]
+
+    schema.upgrade(url)
+    with psycopg.connect(url) as c:
+        assert stats_vs_recompute(c) == EQUAL
+        assert c.execute("SELECT chunks FROM corpus_stats").fetchone()[0] < every_chunk
+        assert c.execute("SELECT count(*) FROM postings").fetchone()[0] == postings
+        assert c.execute("SELECT sum(npostings) FROM lexicon").fetchone()[0] == postings
+        store_act(c, SMALL_ACTS[1])  # and the triggers keep it from here
+        c.commit()
+        assert stats_vs_recompute(c) == EQUAL
+
+    schema.downgrade(url, "0006")
+    with psycopg.connect(url) as c:
+        assert c.execute("""SELECT count(*) FROM (SELECT word, ndoc FROM ts_stat('SELECT tsv FROM chunks')
+                            EXCEPT SELECT lexeme, ndoc FROM lexicon) d""").fetchone()[0] == 0
+        assert c.execute("SELECT chunks FROM corpus_totals").fetchone()[0] == c.execute(
+            "SELECT count(*) FROM chunks").fetchone()[0]
