@@ -478,7 +478,7 @@ def answer_question(
     hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
-    # Ends the read-only transaction: none stays open while a model writes.
+    # Each read ends the transaction it began (db.reading): none stays open while a model writes.
     gap = vector_gap(conn, embedder.name, acts, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,

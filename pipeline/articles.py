@@ -11,6 +11,7 @@ from psycopg.rows import dict_row
 
 from . import currency
 from .act_id import parse_act_id
+from .db import read_only
 from .errors import ArticleNotFound, UsageError
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 
@@ -59,6 +60,7 @@ def canonical_article(text: str) -> str:
     return s.lower()
 
 
+@read_only
 def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
                 version_no: int | None = None) -> dict:
     eli = str(parse_act_id(act))
@@ -103,6 +105,7 @@ def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: in
         return get_article(conn, act, article, as_of=as_of, version_no=version_no)
 
 
+@read_only
 def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | None = None) -> dict:
     """The articles of the act's text in force on ``as_of`` (None: current), in order, with their headings."""
     eli = str(parse_act_id(act))
@@ -119,6 +122,7 @@ def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | No
     }
 
 
+@read_only
 def list_acts(conn: psycopg.Connection) -> list[dict]:
     """Every stored act (per base act: its current text), with all its stored versions, oldest first."""
     rows = conn.execute(

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from . import __version__
+from . import __version__, json_default
 from .chunk import DEFAULT_MAX_CHARS, MIN_CHARS
 from .errors import PipelineError, UsageError, one_line
 
@@ -73,14 +73,7 @@ class IsoDate(click.ParamType):
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=_json_value))
-
-
-def _json_value(value: Any) -> Any:
-    """Dates and times as ISO 8601 ("2026-08-18T12:42:13+00:00"), what scripts parse; the rest as text."""
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    return str(value)
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,6 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .db import read_only
+
 LATER_AMENDMENTS = "Nowelizacje po tekście jednolitym"  # on a consolidated text: what it lacks
 AMENDING_ACTS = "Akty zmieniające"  # on any other act: every act that amended it
 CONSOLIDATED_FOR = "Tekst jednolity dla aktu"
@@ -216,6 +218,7 @@ def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
                     asked)
 
 
+@read_only
 def for_acts(conn: psycopg.Connection, elis: Iterable[str], as_of: dt.date | None = None) -> dict[str, Currency]:
     """Currency of the given acts (those stored), by ELI id, for the law as it stood on ``as_of``
     (None: today)."""
@@ -226,6 +229,7 @@ def for_acts(conn: psycopg.Connection, elis: Iterable[str], as_of: dt.date | Non
     return {row[0]: _from_row(row, as_of) for row in rows}
 
 
+@read_only
 def list_acts(conn: psycopg.Connection, *, current_only: bool = True) -> list[Currency]:
     """Stored acts with their currency: per base act the one holding its current text (the
     ``current_acts`` view), or every stored act, superseded consolidated texts included."""

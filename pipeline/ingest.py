@@ -138,7 +138,12 @@ def ingest_act(
     overlap: int = chunking.DEFAULT_OVERLAP,
     progress: Callable[[str], None] | None = None,
 ) -> IngestResult:
-    """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs."""
+    """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs
+    (through their own connections to ``url``, so that a failed act's run is recorded).
+
+    ``conn`` must have no transaction open: the act is stored and committed in a transaction of its
+    own. ``model`` names the embedding model whose queue gets the new texts (None: queued for none;
+    `pipeline embed` queues what lacks a vector when it starts)."""
     try:
         act_id = parse_act_id(act)
     except FetchError as exc:
@@ -187,6 +192,10 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
                 work: Callable[[], IngestResult]) -> IngestResult:
     """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
     anything else (a bug, Ctrl-C) marks the run failed and propagates."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
+        # that the caller could still roll back, while ingest_runs already said "new".
+        raise UsageError("ingest needs a connection with no transaction open: commit or roll back first")
     t0 = time.perf_counter()
     run_id = store.start_run(url, eli, source)
     try:

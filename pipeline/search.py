@@ -10,11 +10,13 @@ import psycopg
 from psycopg.rows import class_row
 
 from .articles import require_acts
+from .db import read_only, reading, vector_literal
 from .embedders import Embedder, embedder_from_env
 from .errors import UsageError
 
 MODES = ("hybrid", "vector", "text")
 FUSIONS = ("rrf", "convex")
+MAX_K = 1000  # the most articles one search returns (search_chunks() checks the same)
 
 
 @dataclass(frozen=True)
@@ -104,48 +106,58 @@ def search(
     """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
     question's colloquial terms to the text that is embedded (the full-text arm always uses it):
     "mama" in a question then also looks for "osoba bliska" by meaning."""
+    # The caller's input is checked before anything runs: each mistake is a UsageError (a ValueError),
+    # never a database error that a service could not tell from a fault.
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        raise UsageError(f"mode must be one of {', '.join(MODES)}")
     if not query.strip():
-        raise ValueError("the question is empty")
-    eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
-    vector = None
-    model = None
+        raise UsageError("the question is empty")
+    if "\x00" in query:
+        raise UsageError("the question contains a NUL character")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UsageError(f"k must be a whole number from 1 to {MAX_K}")
+    if as_of is not None and not isinstance(as_of, dt.date):
+        raise UsageError("as_of must be a date (datetime.date), e.g. 2025-10-01")
     # Fusion settings left unset come from the embedding model's profile.
     prof = profile(embedder.name if embedder is not None else None)
     fusion = fusion or prof.fusion
     if fusion not in FUSIONS:
-        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
+        raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}")
     rrf_k = prof.rrf_k if rrf_k is None else rrf_k
     vector_weight = prof.vector_weight if vector_weight is None else vector_weight
     text_weight = prof.text_weight if text_weight is None else text_weight
     fetch_k = prof.fetch_k if fetch_k is None else fetch_k
     if mode == "hybrid" and vector_weight == 0 and text_weight == 0:
-        raise ValueError("vector_weight and text_weight cannot both be 0: nothing would rank the hits")
-    if mode != "text":
-        if embedder is None:
-            raise ValueError(f"{mode} search needs an embedder")
-        vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
-        model = embedder.name
-    rows = conn.cursor(row_factory=class_row(Hit)).execute(
-        """
-        SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-               vector_rank, text_rank, best_similarity
-        FROM search_chunks(%(q)s, %(v)s, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
-                           %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s)
-        """,
-        {"q": query, "v": vector, "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
-         "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
-         "fetch_k": fetch_k, "fusion": fusion},
-    ).fetchall()
-    hits = rows
-    if hits:
-        versions = dict((r[0], r[1:]) for r in conn.execute(
-            "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
-            "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
-        for h in hits:
-            h.version_no, h.valid_from = versions[h.chunk_id]
-    conn.rollback()  # read-only; end the transaction so hnsw settings made LOCAL reset
+        raise UsageError("vector_weight and text_weight cannot both be 0: nothing would rank the hits")
+    if mode != "text" and embedder is None:
+        raise UsageError(f"{mode} search needs an embedder")
+    with reading(conn):
+        eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
+        vector = model = None
+        if embedder is not None and mode != "text":
+            vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
+            model = embedder.name
+        try:
+            hits = conn.cursor(row_factory=class_row(Hit)).execute(
+                """
+                SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+                       vector_rank, text_rank, best_similarity
+                FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s)
+                """,
+                {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
+                 "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
+                 "fetch_k": fetch_k, "fusion": fusion},
+            ).fetchall()
+        except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks (e.g. no vectors yet)
+            raise UsageError(exc.diag.message_primary or str(exc)) from None
+        if hits:
+            versions = dict((r[0], r[1:]) for r in conn.execute(
+                "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
+                "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
+            for h in hits:
+                h.version_no, h.valid_from = versions[h.chunk_id]
+    # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
     return hits
 
 
@@ -174,6 +186,7 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
 GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
 
 
+@read_only
 def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
                as_of: dt.date | None = None) -> str | None:
     """A warning when texts of the searched versions (``acts`` as a user gives them, ``as_of``, selected
@@ -193,7 +206,6 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
                 WHERE q.model = %s AND c.version_id IN (SELECT selected_versions(%s::text[], %s::date))
                 LIMIT %s) w
             """, (model, eli_ids, as_of, GAP_COUNT_CAP + 1)).fetchone()[0]
-    conn.rollback()
     if not waiting:
         return None
     many = waiting > 1
@@ -202,6 +214,7 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
             f"the vector arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
 
 
+@read_only
 def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
     """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see,
     for the law as it stood on ``as_of`` (the date searched; None: today)."""

@@ -1,0 +1,133 @@
+"""The library under the CLI, used as a web service would use it (README "Python API").
+
+A service brings its own connections (a pool, psycopg.connect without pipeline's adapters), keeps
+transactions of its own open around calls, and maps errors to HTTP statuses. The library's read
+functions must never end a transaction they did not begin, work on any connection, and turn bad
+input into UsageError with the connection still usable. Real PostgreSQL, the two-act corpus embedded
+with the stand-in model.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import ELI_MIRROR, require_mirror
+from embedding_stand_in import StandInEmbedder
+from psycopg.pq import TransactionStatus
+
+import pipeline
+from pipeline import articles, ingest, search
+from pipeline.errors import PipelineError, UsageError
+
+IDLE, INTRANS = TransactionStatus.IDLE, TransactionStatus.INTRANS
+QUESTION = "Ile dni urlopu wypoczynkowego przysługuje po 10 latach pracy?"
+
+
+@pytest.fixture()
+def service_conn(stand_in_corpus_url):
+    """A connection the way a service's pool makes it: plain psycopg, no pgvector adapters; an audit
+    table of the service's own, in a temporary schema so the shared corpus stays as it was."""
+    with psycopg.connect(stand_in_corpus_url) as conn:
+        conn.execute("CREATE TEMP TABLE audit (q text)")
+        conn.commit()
+        yield conn
+
+
+def test_search_works_on_a_connection_without_pgvector_adapters(service_conn):
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=5)
+    assert [h.act for h in hits][:1] and any((h.act, h.article) == ("DU/2025/277", "154") for h in hits)
+    assert service_conn.info.transaction_status == IDLE  # began its own transaction, and ended it
+
+
+def test_reads_keep_the_callers_open_transaction_and_its_work(service_conn):
+    service_conn.execute("INSERT INTO audit VALUES ('before search')")
+    assert service_conn.info.transaction_status == INTRANS
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=3)
+    found = articles.get_article(service_conn, "DU/2025/277", "154")
+    gap = search.vector_gap(service_conn, StandInEmbedder().name)
+    assert hits and found["article"] == "154" and gap is None
+    assert service_conn.info.transaction_status == INTRANS  # still the caller's
+    # search's LOCAL settings went with its savepoint: the caller's transaction is as it was
+    assert service_conn.execute("SELECT current_setting('hnsw.ef_search', true)").fetchone()[0] in (None, "", "40")
+    service_conn.commit()
+    assert service_conn.execute("SELECT q FROM audit").fetchall() == [("before search",)]
+    service_conn.commit()
+
+    with service_conn.transaction():  # psycopg's own block: no explicit rollback() inside it
+        service_conn.execute("INSERT INTO audit VALUES ('in a block')")
+        assert search.search(service_conn, QUESTION, None, k=3, mode="text")
+    assert service_conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 2
+    service_conn.commit()
+
+
+def test_readers_leave_an_idle_connection_idle(service_conn):
+    articles.get_article(service_conn, "DU/2025/277", "154")
+    articles.table_of_contents(service_conn, "DU/2025/277")
+    articles.list_acts(service_conn)
+    assert service_conn.info.transaction_status == IDLE  # nothing held open in a pool
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"k": 0}, "k must be"), ({"k": 100_000}, "k must be"), ({"query": "urlop\x00"}, "NUL"),
+    ({"query": "  "}, "empty"), ({"mode": "fuzzy"}, "mode must be"), ({"as_of": "2025-01-01"}, "as_of must be"),
+    ({"mode": "vector", "embedder": None}, "needs an embedder"), ({"acts": ["DU/1990/1"]}, "not in the database"), ({"acts": ["DU/1900/1"]}, "invalid act id"),
+])
+def test_bad_input_is_a_usage_error_and_the_connection_stays_usable(service_conn, kwargs, message):
+    call = {"query": QUESTION, "embedder": StandInEmbedder(), **kwargs}
+    service_conn.execute("INSERT INTO audit VALUES ('pending')")
+    with pytest.raises(PipelineError) as caught:  # UsageError, ActNotFound (a LookupError), InvalidActId
+        search.search(service_conn, call.pop("query"), call.pop("embedder"), **call)
+    assert message in str(caught.value)
+    assert service_conn.info.transaction_status == INTRANS  # not INERROR: the caller's work is intact
+    assert service_conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 1
+    service_conn.rollback()
+
+
+def test_ingest_refuses_a_connection_with_a_transaction_open(scratch_url, tmp_path: Path):
+    require_mirror()
+    from pipeline import db
+
+    with db.connect(scratch_url) as conn:
+        articles.list_acts(conn)
+        conn.execute("SELECT 1")  # a read left open, as a service's connection may be
+        with pytest.raises(UsageError, match="no transaction open"):
+            ingest.ingest_act(conn, scratch_url, "DU/2024/917", model=None, archive_dir=tmp_path,
+                              source_dir=ELI_MIRROR)
+        conn.rollback()
+        assert conn.execute("SELECT count(*) FROM ingest_runs").fetchone()[0] == 0  # no run left "running"
+        conn.rollback()
+        done = ingest.ingest_act(conn, scratch_url, "DU/2024/917", model=None, archive_dir=tmp_path,
+                                 source_dir=ELI_MIRROR)
+        assert done.status == "new" and conn.info.transaction_status == IDLE
+        assert conn.execute("SELECT status FROM ingest_runs").fetchall() == [("new",)]
+
+
+def test_results_serialise_with_json_default(service_conn):
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=2, as_of=dt.date(2026, 1, 1))
+    text = json.dumps([h.to_dict() for h in search.with_currency(service_conn, hits)], default=pipeline.json_default)
+    assert '"valid_from": "20' in text
+    found = articles.get_article(service_conn, "DU/2025/277", "154")
+    assert json.loads(json.dumps(found, default=pipeline.json_default))["article"] == "154"
+
+
+def test_readme_python_example_runs(stand_in_corpus_url, embedding_stand_in):
+    """README "Python API": its example, as written, against the corpus (stand-in model, no LLM)."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code += "\nassert hits and art['article'] == '154' and asked.to_dict()['answer']\n"
+    env = {**__import__("os").environ, "DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env(),
+           "OPENROUTER_API_KEY": "", "ANSWER_BASE_URL": ""}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed and {"act", "article", "valid_from"} <= set(printed[0])
