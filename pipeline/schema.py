@@ -54,7 +54,36 @@ def head_revision() -> str:
     heads = set(revisions) - set(revisions.values())
     if len(heads) != 1:
         raise db.DatabaseError(f"migrations in {MIGRATIONS_DIR} have {len(heads)} heads; reinstall pipeline")
+    _KNOWN.update(revisions)
     return heads.pop()
+
+
+_KNOWN: set[str] = set()
+
+
+def newer_than_code(revision: str | None) -> bool:
+    """The database is at a revision this pipeline does not have: a newer pipeline migrated it (or a
+    backup from a newer install was restored here)."""
+    head_revision()
+    return revision is not None and revision not in _KNOWN
+
+
+def refuse_newer(current: str | None) -> None:
+    if newer_than_code(current):
+        raise db.DatabaseError(f"the database is at revision {current}, newer than this pipeline (head "
+                               f"{head_revision()}): install the pipeline version that migrated it, or a newer one")
+
+
+def _preflight(url: str) -> None:
+    """What a migration cannot fix, said before alembic starts: a database newer than this code, a
+    server without pgvector."""
+    with db.connect(url, autocommit=True) as conn:
+        refuse_newer(current_revision(conn))
+        vector = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')").fetchone()[0]
+    if not vector:
+        raise db.DatabaseError(f"the server at {redact_url(url)} has no pgvector extension: install pgvector 0.8 or "
+                               "newer there (e.g. the pgvector/pgvector image), or unset DATABASE_URL to use the "
+                               "embedded server")
 
 
 @lru_cache(maxsize=1)
@@ -122,6 +151,7 @@ def _writable(url: str) -> None:
 
 def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) -> None:
     _reachable(url)
+    _preflight(url)
     _writable(url)
     from alembic import command
 
@@ -138,6 +168,7 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
 
 def downgrade(url: str, revision: str) -> None:
     _reachable(url)
+    _preflight(url)
     _writable(url)
     from alembic import command
 
@@ -164,8 +195,10 @@ def ensure_current(url: str) -> None:
     """Upgrade to head when behind (cheap check first: one query). At head nothing is written, so a
     read-only standby serves reads; behind, a standby is a DatabaseError that says to migrate the primary."""
     with db.connect(url, autocommit=True) as conn:
-        if current_revision(conn) == head_revision() and applied_interface(conn) == interface_sql()[1]:
+        current = current_revision(conn)
+        if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
             return
+    refuse_newer(current)
     upgrade(url)
 
 

@@ -72,6 +72,28 @@ def embedder_description() -> dict[str, Any]:
         return {"error": str(exc)}
 
 
+def _data_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
+    """No text stored: a new install, or a lost data folder (monitoring reads this check's status)."""
+    acts, versions = conn.execute("SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM act_versions)").fetchone()
+    if not versions:
+        return ("data", "warn", f"no text stored ({acts} act records)", "run: pipeline ingest --act DU/2025/277")
+    return ("data", "ok", f"{versions} texts of {acts} acts", "")
+
+
+def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
+    """The BM25 statistics that triggers keep (revision 0005/0007) against the chunks: rows written with
+    the triggers off (a data-only pg_restore --disable-triggers) leave them wrong, and the text arm
+    then ranks with nonsense idf while every query still returns rows."""
+    counted, texts, lexemes = conn.execute(
+        "SELECT (SELECT chunks FROM corpus_totals), (SELECT count(DISTINCT content_sha256) FROM chunks), "
+        "(SELECT count(*) FROM lexicon)").fetchone()
+    if counted == texts and (lexemes > 0) == (texts > 0):
+        return ("search statistics", "ok", f"{texts} distinct chunk texts, {lexemes} lexemes", "")
+    return ("search statistics", "fail", f"BM25 statistics count {counted} texts and {lexemes} lexemes, the chunks "
+            f"hold {texts} texts: text search ranks wrongly (chunks written with triggers off?)",
+            "psql \"$(pipeline db url)\" -c 'SELECT refresh_search_stats()'")
+
+
 def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     """Texts with no vector for the configured model, queued or not (e.g. stored before a model switch):
     the vector arm cannot find their articles. An anti-join over every text: seconds at 1M chunks."""
@@ -122,8 +144,12 @@ def doctor() -> list[dict[str, str]]:
         else:
             add("pgvector", "fail", "pgvector is not installed on the server", "use the pgvector/pgvector image or install it")
         current, head = schema.current_revision(conn), schema.head_revision()
-        add("migrations", "ok" if current == head else "warn", f"at {current or 'none'}, head {head}",
-            "" if current == head else "run: pipeline db upgrade")
+        if schema.newer_than_code(current):
+            add("migrations", "fail", f"at {current}, newer than this pipeline (head {head})",
+                "install the pipeline version that migrated it, or a newer one")
+        else:
+            add("migrations", "ok" if current == head else "warn", f"at {current or 'none'}, head {head}",
+                "" if current == head else "run: pipeline db upgrade")
         kind = text_search_kind(conn)
         if "ispell" in kind:
             add("text search", "ok", kind + ": Polish base forms")
@@ -144,6 +170,9 @@ def doctor() -> list[dict[str, str]]:
                 add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
                     "" if not queued else "run: pipeline embed")
             add(*_vectors_check(conn))
+            add(*_data_check(conn))
+        if current == head:
+            add(*_search_stats_check(conn))
         conn.close()
 
     from .embedders import EmbedderError, embedder_from_env

@@ -774,7 +774,8 @@ def test_doctor_on_a_healthy_embedded_setup_has_no_failures(fresh_home: Path) ->
     assert done.returncode == text.returncode == 0, done.stderr + text.stderr
     by_name = {c["name"]: c for c in checks}
     assert list(by_name) == ["database", "pgvector", "migrations", "text search", "embedding queue", "vectors",
-                             "embedder", "answer model"]
+                             "data", "search statistics", "embedder", "answer model"]
+    assert by_name["data"]["status"] == "warn" and by_name["search statistics"]["status"] == "ok"
     assert by_name["vectors"] == {"name": "vectors", "status": "ok", "detail": "no texts stored yet", "fix": ""}
     assert all(c["status"] in ("ok", "warn") for c in checks), checks
     assert all(c["fix"] for c in checks if c["status"] == "warn")
@@ -800,3 +801,78 @@ def test_doctor_with_ollama_down_fails_the_embedder_with_the_fix(scratch_url: st
     assert "OLLAMA_URL" in checks["embedder"]["fix"]
     assert checks["database"]["status"] == "ok" and [n for n, c in checks.items() if c["status"] == "fail"] == ["embedder"]
     assert "[FAIL] embedder: cannot reach Ollama" in text.stdout and "       fix: check EMBED_BACKEND" in text.stdout
+
+
+# --- what an operator meets: copied folders, stale pid files, restores, newer databases ------------
+
+
+def test_a_copied_home_does_not_reach_or_stop_the_original_server(pipeline_home: Path, server_url: str,
+                                                                  tmp_path: Path) -> None:
+    """A PIPELINE_HOME copied while its server ran carries that server's postmaster.pid: attaching
+    through it would act on the original database, and `db stop` would stop it."""
+    original = pipeline_home / "pgdata"
+    copy = tmp_path / "home"
+    (copy / "pgdata").mkdir(parents=True)
+    for name in ("PG_VERSION", "postmaster.pid"):
+        shutil.copy(original / name, copy / "pgdata" / name)
+    env = {"PIPELINE_HOME": str(copy), "DATABASE_URL": ""}
+    for args in (["db", "url"], ["db", "stop"]):
+        done = run_cli(*args, env=env, timeout=120)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "was copied while that server ran" in done.stderr and str(original) in done.stderr
+    with psycopg.connect(server_url) as conn:  # the original still runs
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_pid_file_naming_a_live_process_that_is_no_postgres_is_stale(tmp_path: Path) -> None:
+    """After a crash the pid may belong to another program: PostgreSQL would refuse to start over the
+    file, and attaching would dial a socket nobody listens on."""
+    from pipeline import db
+
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    pid_file = pgdata / "postmaster.pid"
+    pid_file.write_text(f"{os.getpid()}\n{pgdata}\n1700000000\n5432\n{pgdata}\nlocalhost\n  0 0\nready\n")
+    db._check_pid_file(pgdata)
+    assert not pid_file.exists()  # this test's own python process is no postgres
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid_file.write_text(f"{int(dead.stdout)}\n{pgdata}\n")
+    db._check_pid_file(pgdata)
+    assert pid_file.exists()  # a dead pid's file: the server itself starts over it
+
+
+def test_a_database_newer_than_the_code_says_to_install_the_newer_pipeline(server_url: str) -> None:
+    """A backup from a newer install restored here: no "run db upgrade", no "no revision 'head'"."""
+    url = create_database(server_url, "newer_than_code")
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099'")
+    env = {"DATABASE_URL": url}
+    for args in (["search", "urlop", "--mode", "text"], ["db", "upgrade"], ["db", "downgrade", "0006", "--yes"]):
+        done = run_cli(*args, env=env, timeout=120)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "newer than this pipeline" in done.stderr and "no revision" not in done.stderr, done.stderr
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env, timeout=120).stdout)}
+    assert checks["migrations"]["status"] == "fail" and "newer than this pipeline" in checks["migrations"]["detail"]
+    status = run_cli("db", "status", env=env, timeout=120)
+    assert status.returncode == 0 and "newer than this pipeline" in status.stdout and "run: pipeline db upgrade" not in status.stdout
+
+
+def test_doctor_fails_statistics_out_of_step_with_the_chunks(scratch_url: str) -> None:
+    """A data-only restore with --disable-triggers leaves the BM25 statistics empty while every text
+    query still returns rows (ranked by nonsense idf): doctor must say so, and the repair clears it."""
+    require_mirror()
+    env = {"DATABASE_URL": scratch_url}
+    assert run_cli("ingest", "--source", str(ELI_MIRROR), "--act", "DU/2024/1513", "--no-embed", env=env,
+                   timeout=300).returncode == 0
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env, timeout=120).stdout)}
+    assert checks["search statistics"]["status"] == "ok" and checks["data"]["status"] == "ok"
+    with psycopg.connect(scratch_url) as conn:
+        conn.execute("UPDATE corpus_totals SET chunks = 0, total_length = 0")
+    done = run_cli("doctor", "--json", env=env, timeout=120)
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert done.returncode == 1 and checks["search statistics"]["status"] == "fail"
+    assert "refresh_search_stats()" in checks["search statistics"]["fix"]
+    with psycopg.connect(scratch_url) as conn:
+        conn.execute("SELECT refresh_search_stats()")
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env, timeout=120).stdout)}
+    assert checks["search statistics"]["status"] == "ok"
