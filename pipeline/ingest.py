@@ -192,7 +192,7 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
                 work: Callable[[], IngestResult]) -> IngestResult:
     """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
     anything else (a bug, Ctrl-C) marks the run failed and propagates."""
-    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+    if conn.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
         # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
         # that the caller could still roll back, while ingest_runs already said "new".
         raise UsageError("ingest needs a connection with no transaction open: commit or roll back first")
