@@ -89,9 +89,10 @@ def versions_per_act(url: str) -> dict[str, int]:
 
 
 def stats_fresh(url: str) -> bool:
-    """The BM25 statistics count every stored chunk (else text search cannot see the missing ones)."""
+    """The BM25 statistics count every stored chunk text (else text search cannot see the missing ones)."""
     with psycopg.connect(url) as c:
-        return c.execute("SELECT (SELECT chunks FROM corpus_stats) = (SELECT count(*) FROM chunks)").fetchone()[0]
+        return c.execute("SELECT (SELECT chunks FROM corpus_stats) = "
+                         "(SELECT count(DISTINCT content_sha256) FROM chunks)").fetchone()[0]
 
 
 def runs(url: str, eli: str | None = None) -> list[tuple]:
@@ -503,7 +504,7 @@ def _kill_run(url: str, acts: tuple[str, ...], env: dict, points: list[tuple], l
             assert drained.returncode == 0, drained.stderr
             assert row["chunks_without_vector"] == 0, row
             assert counts(url, ("embedding_queue",))["embedding_queue"] == 0
-        assert row["stats_fresh_after_kill"] and row["stats_fresh"], row  # text search weighs every version
+        assert row["stats_fresh_after_kill"] and row["stats_fresh"], row  # text search counts every stored text
     assert sum(row["killed"] for row in NOTES[f"kill -9 ({label})"][1:]) >= len(points) - 2  # the points did land
 
 
