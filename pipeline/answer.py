@@ -382,6 +382,7 @@ def refusal(fragments: list[Fragment]) -> Answer:
 # --- a whole `pipeline ask` --------------------------------------------------------------------
 
 NO_MODEL_NOTE = "no model configured (set OPENROUTER_API_KEY or ANSWER_BASE_URL); extractive answer"
+OFFLINE_NOTE = "offline: no model asked; extractive answer"
 
 
 @dataclass
@@ -496,7 +497,7 @@ def answer_question(
         note = f"model {result.model or config.model}"
     else:
         result = extractive_answer(question, fragments)
-        note = NO_MODEL_NOTE
+        note = OFFLINE_NOTE if config.configured else NO_MODEL_NOTE
     cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
     return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()),
                  [gap] if gap else [])

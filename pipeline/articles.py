@@ -33,6 +33,12 @@ def require_acts(conn: psycopg.Connection, acts: list[str]) -> list[str]:
     return elis
 
 
+def require_date(as_of: object) -> None:
+    """A library caller's ``as_of`` is a date or None (a string such as "2025-13-01" would reach SQL)."""
+    if as_of is not None and not isinstance(as_of, dt.date):
+        raise UsageError("as_of must be a date (datetime.date), e.g. 2025-10-01")
+
+
 def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
     """The version of ``eli``'s base act whose text is in force on ``as_of`` (None: the current one)."""
     version = conn.execute(
@@ -65,6 +71,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
                 version_no: int | None = None) -> dict:
     eli = str(parse_act_id(act))
     number = canonical_article(article)
+    require_date(as_of)
     if version_no is not None and as_of is not None:
         raise UsageError("a version and a date each pick the text; give one of them (--version or --as-of)")
     if version_no is not None:
@@ -109,6 +116,7 @@ def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: in
 def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | None = None) -> dict:
     """The articles of the act's text in force on ``as_of`` (None: current), in order, with their headings."""
     eli = str(parse_act_id(act))
+    require_date(as_of)
     version_id = _version_as_of(conn, eli, as_of)
     head = conn.execute(
         "SELECT v.eli, a.title, v.version_no, v.valid_from FROM act_versions v JOIN acts a USING (eli) "

@@ -85,24 +85,31 @@ class Currency:
         With ``as_of``, only the amendments up to that date count."""
         kind = "tekst jednolity" if self.consolidated else "tekst"
         parts = [f"{self.eli}: {kind} według stanu na {self.text_as_of or 'nieznaną datę'}"]
-        since = f"do {self.as_of}" if self.as_of else "później"
         if self.in_force == NOT_IN_FORCE:
             parts.append("akt nie obowiązuje" + (f" od {self.expiration_date}" if self.expiration_date else "")
                          + (f" ({self.status})" if self.status else "")
                          + (f"; {self.as_of} jeszcze obowiązywał" if self.repealed_since else ""))
         amendments = self.amendments
-        if amendments:
-            listed = ", ".join(_amendment(a) for a in amendments)
-            parts.append(f"{since} zmieniony {_acts(len(amendments))}: {listed}")
-        elif amendments is None:
+        if amendments is None:
             # No check time: the record was made for a local file, no ELI metadata was read.
             parts.append(("metadane ELI nie podają późniejszych zmian" if self.checked_at
                           else "metadanych ELI nie sprawdzono (tekst z pliku)"))
-        elif not self.not_in_force:
-            parts.append(f"{since} bez zmian według metadanych ELI" if self.as_of
-                         else "bez późniejszych zmian według metadanych ELI")
-        if amendments is not None and (later := len(self.amended_after or ()) - len(amendments)):
-            parts.append(f"po tej dacie zmieniony {'jeszcze ' if amendments else ''}{_acts(later)}")
+        elif self.as_of is None:
+            if amendments:
+                parts.append(f"później zmieniony {_acts(len(amendments))}: {', '.join(map(_amendment, amendments))}")
+            elif not self.not_in_force:
+                parts.append("bez późniejszych zmian według metadanych ELI")
+        else:
+            # An amendment's date is the amending act's own (or, for an act that is not a consolidated
+            # text, its entry into force): dated before the day asked about, it may still have been
+            # unpublished or not in force then. So: "dated up to", not "amended by".
+            if amendments:
+                parts.append(f"akty zmieniające datowane do {self.as_of}: {len(amendments)} – "
+                             f"{', '.join(map(_amendment, amendments))}")
+            else:
+                parts.append(f"brak aktów zmieniających datowanych do {self.as_of} według metadanych ELI")
+            if later := len(self.amended_after or ()) - len(amendments):
+                parts.append(f"późniejszych: {later}")
         if self.checked_at:
             parts.append(f"sprawdzono {self.checked_at:%Y-%m-%d}")
         return "; ".join(parts)
@@ -122,7 +129,7 @@ class Currency:
 def _amendment(a: Amendment) -> str:
     if a.date is None:
         return a.eli
-    return f"{a.eli} ({'z ' if a.date_of == 'act' else 'w życie '}{a.date})"
+    return f"{a.eli} ({'z ' if a.date_of == 'act' else 'w życie od '}{a.date})"
 
 
 def _acts(n: int) -> str:
@@ -132,18 +139,22 @@ def _acts(n: int) -> str:
 
 def warning(currencies: Iterable[Currency]) -> str | None:
     """One Polish line under an answer when a cited act was amended after its text, or is not in force."""
-    problems = []
+    problems, amended = [], False
     for c in currencies:
         if amendments := c.amendments:
             last = max(amendments, key=lambda a: (a.date or dt.date.min))
-            problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono "
-                            f"{f'do {c.as_of}' if c.as_of else 'później'} {_acts(len(amendments))}, "
-                            f"ostatnio {_amendment(last)}")
+            if c.as_of is None:
+                problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono później "
+                                f"{_acts(len(amendments))}, ostatnio {_amendment(last)}")
+            else:
+                problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}): akty zmieniające datowane do "
+                                f"{c.as_of}: {len(amendments)}, ostatni {_amendment(last)}")
+            amended = True
         if c.not_in_force:
             problems.append(f"{c.eli} nie obowiązuje" + (f" od {c.expiration_date}" if c.expiration_date else ""))
     if not problems:
         return None
-    return "Uwaga: " + "; ".join(problems) + ". Odpowiedź może nie uwzględniać tych zmian."
+    return "Uwaga: " + "; ".join(problems) + (". Odpowiedź może nie uwzględniać tych zmian." if amended else ".")
 
 
 # --- metadata -> stored columns -------------------------------------------------------------------

@@ -133,8 +133,11 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
             if TWO_WORDINGS in fragment.text:
                 later.append(cite(fragment.act, fragment.article))
     for citation in later:
-        lines.append(f"Uwaga: {citation} ma w tekście jednolitym także późniejsze brzmienie, obowiązujące od "
-                     "wejścia w życie zmiany; zacytowano brzmienie obecne (pełny tekst: pipeline show).")
+        # "The wording in force on the text's date", not "the current one": with --as-of, or once the
+        # amendment is in force, the later wording may be the one that applies.
+        lines.append(f"Uwaga: {citation} ma w tekście jednolitym dwa brzmienia; zacytowano pierwsze, obowiązujące "
+                     "w dniu, według którego sporządzono tekst jednolity. Późniejsze obowiązuje od wejścia w życie "
+                     "zmiany i może być tym, które stosuje się w danej sprawie (pełny tekst: pipeline show).")
     return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)
 
 

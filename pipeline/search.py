@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg.rows import class_row
 
-from .articles import require_acts
+from .articles import require_acts, require_date
 from .db import read_only, reading, vector_literal
 from .embedders import Embedder, embedder_from_env
-from .errors import UsageError
+from .errors import DatabaseError, UsageError
 
 MODES = ("hybrid", "vector", "text")
 FUSIONS = ("rrf", "convex")
@@ -116,8 +116,7 @@ def search(
         raise UsageError("the question contains a NUL character")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise UsageError(f"k must be a whole number from 1 to {MAX_K}")
-    if as_of is not None and not isinstance(as_of, dt.date):
-        raise UsageError("as_of must be a date (datetime.date), e.g. 2025-10-01")
+    require_date(as_of)
     # Fusion settings left unset come from the embedding model's profile.
     prof = profile(embedder.name if embedder is not None else None)
     fusion = fusion or prof.fusion
@@ -149,8 +148,12 @@ def search(
                  "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
                  "fetch_k": fetch_k, "fusion": fusion},
             ).fetchall()
-        except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks (e.g. no vectors yet)
-            raise UsageError(exc.diag.message_primary or str(exc)) from None
+        except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
+            message = exc.diag.message_primary or str(exc)
+            if message.startswith("no embeddings for model"):  # a state of the data, not a wrong call
+                raise DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search "
+                                    "with --mode text") from None
+            raise UsageError(message) from None
         if hits:
             versions = dict((r[0], r[1:]) for r in conn.execute(
                 "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "

@@ -281,7 +281,9 @@ def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exis
                                [Fragment(act="DU/2024/1513", article="24", text=text)])
     lines = answer.text.splitlines()
     assert lines[2] == "- 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny. [DU/2024/1513, art. 24]"
-    assert lines[-1].startswith("Uwaga: [DU/2024/1513, art. 24] ma w tekście jednolitym także późniejsze brzmienie")
+    assert lines[-1].startswith("Uwaga: [DU/2024/1513, art. 24] ma w tekście jednolitym dwa brzmienia; zacytowano "
+                                "pierwsze, obowiązujące w dniu, według którego sporządzono tekst jednolity")
+    assert "obecne" not in lines[-1]  # with --as-of, or after the amendment, the later one may apply
     assert "uchylony" not in answer.text and answer.citations == [("DU/2024/1513", "24")]
 
 

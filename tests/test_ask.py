@@ -156,6 +156,8 @@ def test_offline_flag_never_calls_the_configured_model(corpus):
     assert result.returncode == 0, result.stderr
     assert server.requests == []
     assert result.stdout.startswith(EXTRACTIVE_NOTE)
+    # A model is configured: the note says it was not asked, not that there is none.
+    assert "(offline: no model asked; extractive answer)" in result.stderr and "no model configured" not in result.stderr
 
 
 REWRITTEN = "wymiar urlopu na żądanie w roku kalendarzowym"

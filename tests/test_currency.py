@@ -130,15 +130,15 @@ def test_with_a_date_only_what_happened_by_then_counts():
                                 None, tuple(currency.amendments_from_meta(_meta(TJ_2025))))
     then = dataclasses.replace(amended, as_of=dt.date(2025, 10, 1))
     assert [a.eli for a in then.amendments] == ["DU/2025/807", "DU/2025/1423"]
-    assert "do 2025-10-01 zmieniony 2 aktami" in then.note() and "po tej dacie zmieniony jeszcze 3 aktami" in then.note()
+    assert "akty zmieniające datowane do 2025-10-01: 2 – DU/2025/807" in then.note() and "późniejszych: 3" in then.note()
     assert "DU/2026/473" not in then.note() and "DU/2026/473" not in currency.warning([then])
-    assert "zmieniono do 2025-10-01 2 aktami, ostatnio DU/2025/1423" in currency.warning([then])
+    assert "akty zmieniające datowane do 2025-10-01: 2, ostatni DU/2025/1423" in currency.warning([then])
     assert (then.to_dict()["amendments_after"], then.to_dict()["amended_after_total"]) == (2, 5)
     before = dataclasses.replace(amended, as_of=dt.date(2025, 5, 1))
-    assert currency.warning([before]) is None and "do 2025-05-01 bez zmian" in before.note()
+    assert currency.warning([before]) is None and "brak aktów zmieniających datowanych do 2025-05-01" in before.note()
     repealed = dataclasses.replace(amended, amended_after=(), in_force=currency.NOT_IN_FORCE,
                                    expiration_date=dt.date(2025, 8, 1))
-    assert currency.warning([repealed]).startswith(f"Uwaga: {TJ_2025} nie obowiązuje od 2025-08-01")
+    assert currency.warning([repealed]) == f"Uwaga: {TJ_2025} nie obowiązuje od 2025-08-01."  # no "zmian" to miss
     assert currency.warning([dataclasses.replace(repealed, as_of=dt.date(2025, 7, 1))]) is None
     assert "2025-07-01 jeszcze obowiązywał" in dataclasses.replace(repealed, as_of=dt.date(2025, 7, 1)).note()
     assert currency.warning([dataclasses.replace(repealed, as_of=dt.date(2025, 8, 1))]) is not None
@@ -206,7 +206,7 @@ def test_show_and_search_carry_the_note(env):
     # A date asked about: only the amendments up to it.
     then = _cli(env, "show", TJ_2025, "154", "--as-of", "2025-10-01")
     assert then.returncode == 0, then.stderr
-    assert "do 2025-10-01 zmieniony 2 aktami" in then.stdout and "DU/2026/473" not in then.stdout
+    assert "akty zmieniające datowane do 2025-10-01: 2" in then.stdout and "DU/2026/473" not in then.stdout
     hits = json.loads(_cli(env, "search", "urlop wypoczynkowy", "--mode", "text", "--as-of", "2025-10-01",
                            "--json").stdout)
     assert {h["currency"]["amendments_after"] for h in hits if h["act"] == TJ_2025} == {2}
@@ -259,9 +259,9 @@ def test_ask_warns_on_the_labour_code_and_tells_the_model(env):
                         "--as-of", "2025-10-01", ANSWER_BASE_URL=chat.base_url, ANSWER_MODEL="test-model",
                         ANSWER_API_KEY="k", **embed_env)
         assert then.returncode == 0, then.stderr
-        assert "zmieniono do 2025-10-01 2 aktami, ostatnio DU/2025/1423" in then.stderr
+        assert "akty zmieniające datowane do 2025-10-01: 2, ostatni DU/2025/1423" in then.stderr
         user = chat.requests[0].body["messages"][1]["content"]
-        assert "do 2025-10-01 zmieniony 2 aktami" in user and "DU/2026/473" not in user
+        assert "akty zmieniające datowane do 2025-10-01: 2" in user and "DU/2026/473" not in user
 
         offline = _cli(env, "ask", "Jakie prawa ma pacjent w szpitalu?", "--act", PATIENT_RIGHTS, "--offline",
                        "--json", **embed_env)

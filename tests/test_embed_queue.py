@@ -247,6 +247,11 @@ def test_status_shows_a_model_from_its_first_queued_text(scratch_url):
     shown = run_cli("db", "status", env={"DATABASE_URL": scratch_url})
     assert shown.returncode == 0, shown.stderr
     assert f"bge-m3 (not embedded with yet): 0 embedded of {texts} texts, {texts} queued" in shown.stdout
+    # Hybrid search before any vector exists: a state of the data (exit 1, what to run), not a usage error.
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        found = run_cli("search", "przetwarzanie danych", env=_env(scratch_url, ollama))
+    assert found.returncode == 1 and "Usage:" not in found.stderr, found.stderr
+    assert "no stored text has a bge-m3 vector yet: run pipeline embed, or search with --mode text" in found.stderr
 
 
 def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_cannot_see(scratch_url):

@@ -63,6 +63,15 @@ def test_reads_keep_the_callers_open_transaction_and_its_work(service_conn):
     service_conn.commit()
 
 
+def test_article_lookups_check_their_date_too(service_conn):
+    for bad in ("2025-07-01", "2025-13-01"):
+        with pytest.raises(UsageError, match="as_of must be a date"):
+            articles.get_article(service_conn, "DU/2025/277", "154", as_of=bad)
+        with pytest.raises(UsageError, match="as_of must be a date"):
+            articles.table_of_contents(service_conn, "DU/2025/277", as_of=bad)
+    assert service_conn.info.transaction_status == IDLE
+
+
 def test_readers_leave_an_idle_connection_idle(service_conn):
     articles.get_article(service_conn, "DU/2025/277", "154")
     articles.table_of_contents(service_conn, "DU/2025/277")
