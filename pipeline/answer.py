@@ -466,7 +466,7 @@ def answer_question(
     """
     from .extractive import extractive_answer
     from .refusal import decide
-    from .search import checked_search, vector_gap
+    from .search import as_of_gap, checked_search, vector_gap
 
     use_model = config.configured and not offline
     searched = question
@@ -480,7 +480,7 @@ def answer_question(
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
     # Each read ends the transaction it began (db.reading): none stays open while a model writes.
-    gap = vector_gap(conn, embedder.name, acts, as_of)
+    gaps = [g for g in (vector_gap(conn, embedder.name, acts, as_of), as_of_gap(conn, acts, as_of)) if g]
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,
@@ -499,8 +499,7 @@ def answer_question(
         result = extractive_answer(question, fragments)
         note = OFFLINE_NOTE if config.configured else NO_MODEL_NOTE
     cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
-    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()),
-                 [gap] if gap else [])
+    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()), gaps)
 
 
 _MOVED_TO_EXTRACTIVE = ("EXTRACTIVE_NOTE", "extractive_answer", "split_units", "stem")

@@ -177,6 +177,8 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
                               include_repealed=include_repealed)
         if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name, acts, as_of)):
             on_warning(gap)
+        if on_warning and (missing := as_of_gap(conn, acts, as_of)):
+            on_warning(missing)
         if mode == "hybrid" and embedder is not None and on_warning:
             from .refusal import decide  # the rule ask applies: hits this far off answer nothing
 
@@ -215,6 +217,32 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
     count = f"over {GAP_COUNT_CAP}" if waiting > GAP_COUNT_CAP else str(waiting)
     return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} vector yet: "
             f"the vector arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
+
+
+@read_only
+def as_of_gap(conn: psycopg.Connection, acts: Sequence[str] = (), as_of: dt.date | None = None) -> str | None:
+    """A warning when, on ``as_of``, some of the searched acts (every stored one, without ``acts``) have
+    no stored text in force: what the law said then is not in the database, which is not the same as
+    "no article answers" (a date before the earliest stored consolidated text)."""
+    if as_of is None:
+        return None
+    eli_ids = require_acts(conn, list(acts)) if acts else None
+    missing = conn.execute(
+        """
+        SELECT v.base_eli, (array_agg(v.eli ORDER BY v.valid_from NULLS LAST, v.version_id))[1], min(v.valid_from)
+        FROM act_versions v
+        WHERE (%(acts)s::text[] IS NULL OR v.eli = ANY (%(acts)s) OR v.base_eli = ANY (%(acts)s))
+          AND v.base_eli NOT IN (SELECT base_eli FROM versions_as_of(%(as_of)s))
+        GROUP BY v.base_eli ORDER BY v.base_eli
+        """, {"acts": eli_ids, "as_of": as_of}).fetchall()
+    if not missing:
+        return None
+    base, first, since = missing[0]
+    earliest = f"the earliest stored is {first}, from {since}" if since else f"the earliest stored is {first}"
+    if len(missing) == 1:
+        return f"no stored text of {base} is in force on {as_of} ({earliest}): its law on that date is not searched"
+    return (f"{len(missing)} of the searched acts have no stored text in force on {as_of} (e.g. {base}: "
+            f"{earliest}): their law on that date is not searched")
 
 
 @read_only

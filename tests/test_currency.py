@@ -210,6 +210,11 @@ def test_show_and_search_carry_the_note(env):
     hits = json.loads(_cli(env, "search", "urlop wypoczynkowy", "--mode", "text", "--as-of", "2025-10-01",
                            "--json").stdout)
     assert {h["currency"]["amendments_after"] for h in hits if h["act"] == TJ_2025} == {2}
+    # Before the earliest stored text: not "no matching articles" alone, but why.
+    before = _cli(env, "search", "urlop wypoczynkowy", "--mode", "text", "--as-of", "2025-01-01", "--act", TJ_2025)
+    assert before.returncode == 0, before.stderr
+    assert f"no stored text of {LABOUR_CODE} is in force on 2025-01-01 (the earliest stored is {TJ_2025}" in before.stderr
+    assert "in force on" not in _cli(env, "search", "urlop", "--mode", "text", "--as-of", "2025-10-01").stderr
 
 
 def test_sync_stores_changed_metadata_when_the_text_is_unchanged(env):
