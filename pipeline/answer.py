@@ -83,8 +83,9 @@ def cite(act: str, article: str) -> str:
     return f"[{act}, art. {article}]"
 
 
-def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
-    """System prompt + one user message holding the numbered fragments and the question."""
+def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | None = None) -> list[dict]:
+    """System prompt + one user message holding the numbered fragments and the question (and the
+    date whose law it asks about, with --as-of)."""
     blocks = []
     for i, f in enumerate(fragments, 1):
         header = f"Fragment {i}: {cite(f.act, f.article)}"
@@ -99,6 +100,9 @@ def build_messages(question: str, fragments: list[Fragment]) -> list[dict]:
         # The model must not present a text as current law when the metadata says it was amended since.
         user += ("\n\nAktualność aktów (metadane ELI):\n" + "\n".join(f"- {n}" for n in notes)
                  + "\nJeżeli cytowany akt zmieniono później lub nie obowiązuje, zaznacz to w odpowiedzi.")
+    if as_of is not None:
+        user += (f"\n\nPytanie dotyczy stanu prawnego na dzień {as_of.isoformat()}: fragmenty pochodzą z tekstów "
+                 "obowiązujących w tym dniu.")
     user += f"\n\nPytanie: {question.strip()}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -309,9 +313,10 @@ def generate(
     *,
     stream: bool = True,
     on_token: Callable[[str], None] | None = None,
+    as_of: dt.date | None = None,
 ) -> Answer:
     """Ask the model to answer from the fragments; ``on_token`` gets the text as it streams."""
-    messages = build_messages(question, fragments)
+    messages = build_messages(question, fragments, as_of)
     kwargs: dict = {"temperature": 0, "max_tokens": MAX_ANSWER_TOKENS}
     if stream:
         kwargs.update(stream=True, stream_options={"include_usage": True})
@@ -493,7 +498,7 @@ def answer_question(
         if on_fragments:
             on_fragments(fragments)
         streamed = stream and on_token is not None
-        result = generate(question, fragments, config, stream=stream, on_token=on_token)
+        result = generate(question, fragments, config, stream=stream, on_token=on_token, as_of=as_of)
         note = f"model {result.model or config.model}"
     else:
         result = extractive_answer(question, fragments)

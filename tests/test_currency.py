@@ -267,6 +267,7 @@ def test_ask_warns_on_the_labour_code_and_tells_the_model(env):
         assert "akty zmieniające datowane do 2025-10-01: 2, ostatni DU/2025/1423" in then.stderr
         user = chat.requests[0].body["messages"][1]["content"]
         assert "akty zmieniające datowane do 2025-10-01: 2" in user and "DU/2026/473" not in user
+        assert "Pytanie dotyczy stanu prawnego na dzień 2025-10-01" in user  # the model knows the date asked
 
         offline = _cli(env, "ask", "Jakie prawa ma pacjent w szpitalu?", "--act", PATIENT_RIGHTS, "--offline",
                        "--json", **embed_env)
