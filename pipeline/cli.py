@@ -548,11 +548,20 @@ def doctor_cmd(as_json: bool) -> None:
 
 @db_group.command("grant-reader")
 @click.argument("role")
-@click.option("--password", help="Also allow the role to log in with this password.")
+@click.option("--password", help="Also allow the role to log in with this password (visible to `ps` and in "
+                                 "shell history: prefer --password-stdin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of standard input.")
 @friendly
-def db_grant_reader(role: str, password: str | None) -> None:
+def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> None:
     """Create ROLE that may only SELECT the documented views and call the search functions."""
     from . import db, schema
+
+    if password_stdin:
+        if password is not None:
+            raise UsageError("give the password one way: --password or --password-stdin", param="--password-stdin")
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise UsageError("no password on standard input", param="--password-stdin")
 
     schema.grant_reader(db.database_url(), role, password)
     functions = ", ".join(f.split("(")[0] + "()" for f in schema.READER_FUNCTIONS)

@@ -304,3 +304,19 @@ def test_definer_functions_do_not_run_the_readers_code_as_their_owner(reader, ur
                                           SELECT 'search_path=' || current_schema() || ', pg_catalog, pg_temp')""").fetchall()
     assert insecure == []  # every SECURITY DEFINER function pins its search_path, pg_temp last
     assert _attack(reader) is None
+
+
+def test_reader_password_from_stdin_logs_in(url: str):
+    """`--password-stdin` keeps the password out of `ps` and shell history, and it works."""
+    done = run_cli("db", "grant-reader", "reader3", "--password-stdin", env={"DATABASE_URL": url}, input="s3cret pw\n",
+                   timeout=120)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(url) as c:  # the embedded server trusts local logins: check the stored password itself
+        assert c.execute("SELECT rolcanlogin, rolpassword IS NOT NULL FROM pg_authid WHERE rolname = 'reader3'"
+                         ).fetchone() == (True, True)
+    login = psycopg.conninfo.make_conninfo(url, user="reader3", password="s3cret pw")
+    with psycopg.connect(login) as c:
+        assert c.execute("SELECT current_user").fetchone() == ("reader3",)
+    both = run_cli("db", "grant-reader", "reader3", "--password", "x", "--password-stdin", input="y\n",
+                   env={"DATABASE_URL": url}, timeout=120)
+    assert both.returncode == 2 and "one way" in both.stderr
