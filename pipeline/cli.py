@@ -123,8 +123,14 @@ def db_downgrade(revision: str, yes: bool) -> None:
     if not yes:
         raise click.UsageError("downgrading may drop data; pass --yes to confirm")
     url = db.database_url()
+    with db.connect(url, autocommit=True) as conn:
+        before = schema.current_revision(conn)
     schema.downgrade(url, revision)
+    with db.connect(url, autocommit=True) as conn:
+        after = schema.current_revision(conn)
     _say_revision(url)
+    for rev, summary in schema.revisions_between(before, after):  # what is gone with them, for the operator
+        click.echo(f"undid {rev}: {summary}", err=True)
     click.echo("note: other commands upgrade the database to head again before they run", err=True)
 
 

@@ -45,12 +45,15 @@ def head_revision() -> str:
     revisions: dict[str, str | None] = {}
     for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
         names: dict[str, object] = {}
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        module = ast.parse(path.read_text(encoding="utf-8"))
+        for node in module.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if node.targets[0].id in ("revision", "down_revision"):
                     names[node.targets[0].id] = ast.literal_eval(node.value)
         if isinstance(names.get("revision"), str):
             revisions[names["revision"]] = names.get("down_revision")  # type: ignore[assignment]
+            _SUMMARY[names["revision"]] = (ast.get_docstring(module) or "").split("\n", 1)[0]  # type: ignore[index]
+            _DOWN[names["revision"]] = names.get("down_revision")  # type: ignore[index,assignment]
     heads = set(revisions) - set(revisions.values())
     if len(heads) != 1:
         raise db.DatabaseError(f"migrations in {MIGRATIONS_DIR} have {len(heads)} heads; reinstall pipeline")
@@ -59,6 +62,19 @@ def head_revision() -> str:
 
 
 _KNOWN: set[str] = set()
+_SUMMARY: dict[str, str] = {}  # revision -> the first line of its docstring
+_DOWN: dict[str, str | None] = {}
+
+
+def revisions_between(current: str | None, target: str | None) -> list[tuple[str, str]]:
+    """(revision, what it did) for each revision a downgrade from ``current`` to ``target`` (None:
+    base) undoes, newest first."""
+    head_revision()
+    undone, rev = [], current
+    while rev is not None and rev != target and rev in _DOWN:
+        undone.append((rev, _SUMMARY.get(rev, "")))
+        rev = _DOWN[rev]
+    return undone
 
 
 def newer_than_code(revision: str | None) -> bool:
