@@ -36,13 +36,12 @@ def _config(url: str):
 
 
 @lru_cache(maxsize=1)
-def head_revision() -> str:
-    """The newest revision, read off the revision files' ``revision``/``down_revision`` assignments.
-
-    Every command compares it with the database, so it must be cheap; alembic's own ScriptDirectory
-    (the authority when migrating) costs a quarter of a second of imports. A test holds the two equal.
-    """
-    revisions: dict[str, str | None] = {}
+def _revisions() -> dict[str, tuple[str | None, str]]:
+    """Each revision: (its down_revision, the first line of its docstring), read off the revision files
+    with ast. Every command compares the head with the database, so it must be cheap; alembic's own
+    ScriptDirectory (the authority when migrating) costs a quarter of a second of imports. A test
+    holds the two equal."""
+    revisions: dict[str, tuple[str | None, str]] = {}
     for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
         names: dict[str, object] = {}
         module = ast.parse(path.read_text(encoding="utf-8"))
@@ -51,37 +50,37 @@ def head_revision() -> str:
                 if node.targets[0].id in ("revision", "down_revision"):
                     names[node.targets[0].id] = ast.literal_eval(node.value)
         if isinstance(names.get("revision"), str):
-            revisions[names["revision"]] = names.get("down_revision")  # type: ignore[assignment]
-            _SUMMARY[names["revision"]] = (ast.get_docstring(module) or "").split("\n", 1)[0]  # type: ignore[index]
-            _DOWN[names["revision"]] = names.get("down_revision")  # type: ignore[index,assignment]
-    heads = set(revisions) - set(revisions.values())
+            revisions[names["revision"]] = (names.get("down_revision"),  # type: ignore[index,assignment]
+                                            (ast.get_docstring(module) or "").split("\n", 1)[0])
+    return revisions
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest revision (the one no other revision names as its down_revision)."""
+    revisions = _revisions()
+    heads = set(revisions) - {down for down, _ in revisions.values()}
     if len(heads) != 1:
         raise db.DatabaseError(f"migrations in {MIGRATIONS_DIR} have {len(heads)} heads; reinstall pipeline")
-    _KNOWN.update(revisions)
     return heads.pop()
-
-
-_KNOWN: set[str] = set()
-_SUMMARY: dict[str, str] = {}  # revision -> the first line of its docstring
-_DOWN: dict[str, str | None] = {}
 
 
 def revisions_between(current: str | None, target: str | None) -> list[tuple[str, str]]:
     """(revision, what it did) for each revision a downgrade from ``current`` to ``target`` (None:
     base) undoes, newest first."""
-    head_revision()
+    revisions = _revisions()
     undone, rev = [], current
-    while rev is not None and rev != target and rev in _DOWN:
-        undone.append((rev, _SUMMARY.get(rev, "")))
-        rev = _DOWN[rev]
+    while rev is not None and rev != target and rev in revisions:
+        down, summary = revisions[rev]
+        undone.append((rev, summary))
+        rev = down
     return undone
 
 
 def newer_than_code(revision: str | None) -> bool:
     """The database is at a revision this pipeline does not have: a newer pipeline migrated it (or a
     backup from a newer install was restored here)."""
-    head_revision()
-    return revision is not None and revision not in _KNOWN
+    return revision is not None and revision not in _revisions()
 
 
 def refuse_newer(current: str | None) -> None:
@@ -202,7 +201,7 @@ def _known_revision(revision: str) -> Iterator[None]:
         yield
     except CommandError as exc:
         if "locate revision" in str(exc) or "No such revision" in str(exc):
-            known = sorted(p.name.split("_")[0] for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py"))
+            known = sorted(_revisions())
             raise UsageError(f"no revision {revision!r}; known: {', '.join(known)}, head, base") from None
         raise UsageError(one_line(exc)) from None
 
