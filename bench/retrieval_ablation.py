@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from pipeline import db
-from pipeline.embedders import embedder_from_env
+from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.evaluate import Question, load_questions, select_ids
 from pipeline.refusal import arms_agree
 from pipeline.search import ModelProfile, profile, search
@@ -45,6 +45,12 @@ SETTINGS: dict[str, dict] = {
     "convex v0.5 t0.5": dict(fusion="convex", vector_weight=0.5, text_weight=0.5),
     "convex v0.7 t0.3 fetch_k 100": dict(fusion="convex", vector_weight=0.7, text_weight=0.3, fetch_k=100),
 }
+# The rows above were measured before the sparse arm (revision 0008): each keeps its meaning without it.
+for _opts in SETTINGS.values():
+    _opts["sparse_weight"] = 0.0
+# The sparse arm beside the convex 0.6 / 0.4 profile (where the embedder has a sparse head).
+SETTINGS.update({f"convex v0.6 t0.4 + sparse {w}": dict(fusion="convex", vector_weight=0.6, text_weight=0.4,
+                                                         sparse_weight=w) for w in (0.1, 0.2, 0.3, 0.4)})
 K = 10
 
 
@@ -70,6 +76,17 @@ class CachedEmbedder:
     @functools.lru_cache(maxsize=None)
     def embed_query(self, text: str):
         return self._inner.embed_query(text)
+
+    @property
+    def sparse_dimensions(self) -> int:
+        return int(getattr(self._inner, "sparse_dimensions", 0) or 0)
+
+    def embed_sparse(self, texts: list[str]) -> list:
+        return [self._sparse(t) for t in texts]
+
+    @functools.lru_cache(maxsize=None)
+    def _sparse(self, text: str):
+        return self._inner.embed_sparse([text])[0]
 
 
 def run(conn, embedder, groups: dict[str, list[Question]], ingested: set[str], mode: str, opts: dict) -> dict:
@@ -132,6 +149,8 @@ def main() -> None:
           f"seed {len(groups['seed'])} questions; k {K}")
     print(f"{'setting':<34} {'tune R@1 R@5 R@10  MRR':>26} | {'report R@1 R@5 R@10  MRR':>26} | seed R@5")
     runs = [("text arm", "text", {}), ("vector arm", "vector", {})]
+    if sparse_head(embedder) is not None:
+        runs.append(("sparse arm", "sparse", {}))
     runs += [(name, "hybrid", opts) for name, opts in SETTINGS.items()]
     for name, mode, opts in runs:
         if args.only and not any(o in name for o in args.only) and mode == "hybrid":
@@ -149,7 +168,7 @@ def main() -> None:
     # Refusal: calibrated on the tune half with the model's chosen fusion.
     prof = profile(embedder.name)
     chosen = {"fusion": prof.fusion, "text_weight": prof.text_weight, "vector_weight": prof.vector_weight,
-              "rrf_k": prof.rrf_k, "fetch_k": prof.fetch_k}
+              "sparse_weight": prof.sparse_weight, "rrf_k": prof.rrf_k, "fetch_k": prof.fetch_k}
     r = run(conn, embedder, groups, ingested, "hybrid", chosen)
     cal = calibrate(groups, r["hits"], ingested, prof)
     results["refusal"] = cal

@@ -167,8 +167,9 @@ def db_status(as_json: bool) -> None:
         click.echo(f"  {name:<16} {n:>9}")
     for m in info["embeddings"]:
         kind = f"{m['dimensions']}-d, {m['backend']}" if m["dimensions"] else "not embedded with yet"
+        sparse = f", {m['sparse_embedded']} sparse" if m.get("sparse_embedded") is not None else ""
         click.echo(f"embeddings:  {m['model']} ({kind}): "
-                   f"{m['embedded']} embedded of {m['texts']} texts, {m['queued']} queued")
+                   f"{m['embedded']} embedded of {m['texts']} texts{sparse}, {m['queued']} queued")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
 
 
@@ -303,7 +304,8 @@ def _progress_lines(total: int, model: str) -> Callable[[int], None]:
 def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
     """Drain the embedding queue with the configured model (run several at once to share the work).
 
-    Also queues every chunk text that has no embedding for the current model (after a model switch).
+    Also queues every chunk text that has no embedding for the current model (after a model switch),
+    and, with the local model, every chunk text without its sparse term vector (the sparse arm).
     """
     from . import embed
 
@@ -359,7 +361,8 @@ def _search_options(fn: Callable) -> Callable:
 @main.command("search")
 @click.argument("query")
 @_search_options
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text"]), default="hybrid", show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "sparse"]), default="hybrid", show_default=True,
+              help="hybrid fuses the arms; sparse is the local model's learned term arm alone.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable hits.")
 @friendly
 def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any, include_repealed: bool,
@@ -375,13 +378,16 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
     if not hits:
         click.echo("No matching articles.", err=True)
         return
+    sparse_arm = any(h.sparse_rank for h in hits)  # the local model's sparse head took part
     for i, h in enumerate(hits, start=1):
         sim = f"{h.similarity:.3f}" if h.similarity is not None else "-"
         bm25 = f"{h.text_score:.2f}" if h.text_score is not None else "-"
         part = f" (part {h.part})" if h.part > 1 else ""
         vector = f"vector {sim} (#{h.vector_rank})" if h.vector_rank else "vector -"
         text = f"text {bm25} (#{h.text_rank})" if h.text_rank else "text -"
-        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  {vector}  {text}")
+        sparse = "" if not sparse_arm else f"  sparse {h.sparse_score:.2f} (#{h.sparse_rank})" if h.sparse_rank \
+            else "  sparse -"
+        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  {vector}  {text}{sparse}")
         click.echo(f"    {_snippet(h.text)}")
     for note in dict.fromkeys(h.currency["note"] for h in hits if h.currency):
         click.echo(f"Aktualność: {note}")
@@ -462,19 +468,20 @@ def _print_fragments(fragments: list) -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True,
               help="Articles retrieved per question; recall is also reported at this k.")
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "all"]), default="all", show_default=True,
-              help="all: each arm alone and fused.")
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "sparse", "all"]), default="all",
+              show_default=True, help="all: each arm alone (sparse where the model has a sparse head) and fused.")
 @click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
               help="Only questions whose id ends in an odd / even number (dev set: odd tune, even report).")
 @click.option("--fusion", type=click.Choice(["rrf", "convex"]), default=None,
               help="Override the model's fusion (ablations).")
 @click.option("--text-weight", type=click.FloatRange(0), default=None, help="Override the text arm's weight.")
 @click.option("--vector-weight", type=click.FloatRange(0), default=None, help="Override the vector arm's weight.")
+@click.option("--sparse-weight", type=click.FloatRange(0), default=None, help="Override the sparse arm's weight.")
 @click.option("--fetch-k", type=click.IntRange(1, 1000), default=None, help="Override candidates per arm.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @friendly
 def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_weight: float | None,
-             vector_weight: float | None, fetch_k: int | None, as_json: bool) -> None:
+             vector_weight: float | None, sparse_weight: float | None, fetch_k: int | None, as_json: bool) -> None:
     """Retrieval quality on a question file (JSON lines: question, expect [{act, art}], answerable).
 
     Prints recall@1/5/10/k, MRR, the refusals `ask` would make (unanswerable and answerable
@@ -483,9 +490,10 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
     """
     from . import evaluate
 
-    modes = evaluate.MODES if mode == "all" else (mode,)
+    modes = None if mode == "all" else (mode,)
     overrides = {name: value for name, value in (("fusion", fusion), ("text_weight", text_weight),
-                                                 ("vector_weight", vector_weight), ("fetch_k", fetch_k))
+                                                 ("vector_weight", vector_weight), ("sparse_weight", sparse_weight),
+                                                 ("fetch_k", fetch_k))
                  if value is not None}
     report = evaluate.run(file, k=k, modes=modes, ids=ids, **overrides)
     if as_json:
@@ -501,6 +509,7 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
                f"database, {m['answerable_not_in_corpus']} whose act is not ingested (not scored), "
                f"{m['unanswerable']} unanswerable")
     cuts = evaluate.recall_ks(k)
+    modes = tuple(report["modes"])
     click.echo(f"{'mode':<8} " + " ".join(f"{'R@' + str(c):>6}" for c in cuts) + f" {'MRR':>6}")
     for md in modes:
         r = m[md]

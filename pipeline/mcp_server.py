@@ -59,6 +59,8 @@ class SearchHit(TypedDict):
     text_score: float | None
     vector_rank: int | None
     text_rank: int | None
+    sparse_score: float | None  # the local model's sparse term arm (None: not among its candidates)
+    sparse_rank: int | None
     text: str
     currency: str | None  # the act's text date, later amendments, in force: one Polish line (README "Currency")
 
@@ -284,7 +286,8 @@ articles with scores, the article text (or the matching part of a long one) and 
 ([DU/2025/277, art. 154]) with the act, article and the version/date of the text it comes from.
 Then read a whole article with get_article. `acts` limits the search to ELI ids (list_acts);
 `as_of` (YYYY-MM-DD) searches the texts in force on that date; `mode`: hybrid (best), text
-(exact words, statute vocabulary), vector (meaning only)."""
+(exact words, statute vocabulary), vector (meaning only), sparse (learned word features; the local
+model only)."""
 
 GET_ARTICLE_DESCRIPTION = """\
 Pobierz pełny tekst jednego artykułu ustawy. Get the full text of one article of a stored act:
@@ -343,7 +346,8 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
                 "rank": i, "citation": cite(h.act, h.article), "act": h.act, "act_title": h.act_title,
                 "article": h.article, "part": h.part, "version_no": h.version_no, "valid_from": h.valid_from,
                 "as_of": as_of, "score": h.score, "similarity": h.similarity, "text_score": h.text_score,
-                "vector_rank": h.vector_rank, "text_rank": h.text_rank, "text": h.text,
+                "vector_rank": h.vector_rank, "text_rank": h.text_rank,
+                "sparse_score": h.sparse_score, "sparse_rank": h.sparse_rank, "text": h.text,
                 "currency": h.currency["note"] if h.currency else None,
             } for i, h in enumerate(hits, start=1)],
         }

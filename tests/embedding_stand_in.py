@@ -64,13 +64,39 @@ def stand_in_vector(text: str) -> np.ndarray:
     return (vector / norm if norm else vector).astype(np.float32)
 
 
+SPARSE_DIMENSIONS = 4096
+SPARSE_TERMS = 64
+
+
+def stand_in_sparse(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The stand-in's sparse vector of a text: each distinct word hashed to a feature, weighted
+    1 + ln(count), the SPARSE_TERMS heaviest kept (ties by feature); indices from 0."""
+    counts: dict[int, float] = {}
+    for w in _WORD.findall(text.lower()):
+        f = zlib.crc32(w.encode("utf-8")) % SPARSE_DIMENSIONS
+        counts[f] = counts.get(f, 0) + 1
+    kept = sorted(counts.items(), key=lambda fc: (-fc[1], fc[0]))[:SPARSE_TERMS]
+    return (np.array([f for f, _ in kept], dtype=np.int32),
+            np.array([1 + np.log(c) for _, c in kept], dtype=np.float32))
+
+
 class StandInEmbedder:
-    """The stand-in with the pipeline's embedder interface, for fixtures that embed in process."""
+    """The stand-in with the pipeline's embedder interface, for fixtures that embed in process.
+    ``StandInEmbedder(sparse=True)`` also has a sparse head (:func:`stand_in_sparse`)."""
 
     name = MODEL
     backend = "stand-in"
     dimensions = DIMENSIONS
     batch_size = 256
+
+    def __init__(self, sparse: bool = False) -> None:
+        self.sparse_dimensions = SPARSE_DIMENSIONS if sparse else 0
+        self.sparse_calls: list[int] = []  # texts per embed_sparse call
+
+    def embed_sparse(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        assert self.sparse_dimensions, "this stand-in has no sparse head"
+        self.sparse_calls.append(len(texts))
+        return [stand_in_sparse(t) for t in texts]
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:

