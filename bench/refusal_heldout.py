@@ -14,7 +14,10 @@ the question alone (no model call):
 - known terms: the share of the question's own lexemes that occur in the searched acts' chunks;
 - peak: the best similarity minus the mean of the top 10 (a question that hits one article stands out);
 - over background: the best similarity minus the question's 1000th best chunk similarity in the
-  searched acts (exact), taking out how close the question is to statutes in general.
+  searched acts (exact), taking out how close the question is to statutes in general;
+- sparse cosine: where the model has a sparse head (revision 0008), the best cosine between the
+  idf-weighted sparse query and the sparse arm's top 10 chunks: how much of the question's learned
+  terms one chunk carries, independent of the question's length.
 
 It prints, per half, each signal's AUC (answerable vs held-out + real unanswerable: 0.5 is chance),
 the shipped rule's refusals, and for each signal the share of held-out questions refused at the
@@ -37,14 +40,15 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import db
-from pipeline.embedders import embedder_from_env
+from pipeline.db import sparsevec_literal
+from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.evaluate import Question, load_questions, select_ids
 from pipeline.refusal import decide
 from pipeline.search import embedded_query, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
-SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background")
+SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background", "sparse_cosine")
 
 
 class DocFreq:
@@ -99,6 +103,16 @@ def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts:
     terms = conn.execute("SELECT search_terms(%s)", (q.question,)).fetchone()[0]
     most = sum(df.idf(d) * (K1 + 1) for d in (df(t, held_out) for t in terms) if d > 0)
     sims = [h.similarity for h in hits if h.similarity is not None]
+    sparse_cosine = None
+    if sparse_head(emb) is not None:
+        spq = sparsevec_literal(emb.embed_sparse([q.question])[0], emb.sparse_dimensions)
+        top = search(conn, q.question, emb, k=10, mode="sparse", acts=[a for a in acts if a not in held_out])
+        sparse_cosine = conn.execute(
+            """SELECT max(-(s.embedding <#> w.q) / nullif(l2_norm(s.embedding) * l2_norm(w.q), 0))
+               FROM (SELECT sparse_query(%s, %s::sparsevec) AS q) w
+               JOIN chunks c ON c.chunk_id = ANY (%s)
+               JOIN sparse_embeddings s ON s.content_sha256 = c.content_sha256 AND s.model = %s""",
+            (emb.name, spq, [h.chunk_id for h in top], emb.name)).fetchone()[0] if top else 0.0
     return {
         "similarity": verdict.similarity,
         "agreement": None if verdict.agreement is None else float(verdict.agreement),
@@ -107,6 +121,7 @@ def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts:
         "peak": max(sims) - statistics.mean(sims) if len(sims) > 1 else 0.0,
         "over_background": (verdict.similarity - background.nth_best(conn, q.question, held_out)
                             if verdict.similarity is not None else None),
+        "sparse_cosine": sparse_cosine,
         "refused": verdict.refused,
     }
 
