@@ -217,25 +217,35 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
     as search_chunks selects them) wait in the queue for ``model`` (stored with --no-embed, or being
     embedded): until `pipeline embed` has run, the vector arm cannot find their articles, and the
     refusal rule, which reads its similarity, judges without them."""
-    waiting = 0
+    waiting = dense = 0
     if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
         eli_ids = require_acts(conn, list(acts)) if acts else None
-        waiting = conn.execute(
+        # A queued text lacks its dense vector, or (a chunk text, revision 0008) only its sparse one.
+        waiting, dense = conn.execute(
             """
-            SELECT count(*) FROM (
+            SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+                       SELECT 1 FROM embeddings e WHERE e.content_sha256 = w.content_sha256 AND e.model = %(m)s))
+            FROM (
                 SELECT DISTINCT q.content_sha256
                 FROM embedding_queue q
                 JOIN embedding_texts u ON u.content_sha256 = q.content_sha256
                 JOIN chunks c ON c.chunk_id = u.chunk_id
-                WHERE q.model = %s AND c.version_id IN (SELECT selected_versions(%s::text[], %s::date))
-                LIMIT %s) w
-            """, (model, eli_ids, as_of, GAP_COUNT_CAP + 1)).fetchone()[0]
+                WHERE q.model = %(m)s AND c.version_id IN (SELECT selected_versions(%(acts)s::text[], %(as_of)s::date))
+                LIMIT %(cap)s) w
+            """, {"m": model, "acts": eli_ids, "as_of": as_of, "cap": GAP_COUNT_CAP + 1}).fetchone()
     if not waiting:
         return None
-    many = waiting > 1
-    count = f"over {GAP_COUNT_CAP}" if waiting > GAP_COUNT_CAP else str(waiting)
+    over = waiting > GAP_COUNT_CAP
+    if not dense:  # only sparse vectors missing: a database embedded before its model's sparse head
+        many = waiting > 1
+        count = f"over {GAP_COUNT_CAP}" if over else str(waiting)
+        return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} sparse vector "
+                f"yet: the sparse arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
+    many = dense > 1
+    count = f"over {GAP_COUNT_CAP}" if over and dense == waiting else str(dense)
+    sparse_only = "" if dense == waiting or over else f"; {waiting - dense} more wait for their sparse vector"
     return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} vector yet: "
-            f"the vector arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
+            f"the vector arm cannot find {'their' if many else 'its'} articles{sparse_only} (run: pipeline embed)")
 
 
 @read_only

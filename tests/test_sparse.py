@@ -20,7 +20,7 @@ from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_spar
 from pipeline import db, embed, schema, store
 from pipeline.db import sparsevec_literal
 from pipeline.errors import DatabaseError, UsageError
-from pipeline.search import search
+from pipeline.search import search, vector_gap
 
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
 QUESTION = "Czy szpital może odmówić mi wglądu do dokumentacji medycznej mojego ojca?"
@@ -100,6 +100,10 @@ def test_a_database_embedded_without_a_sparse_head_is_back_filled_without_embedd
     with_head.embed_passages = lambda batch: (passages.append(len(batch)), original(batch))[1]  # type: ignore[method-assign]
     embed.register(conn, with_head)  # a new head queues the chunk texts it lacks, and only those
     assert embed.queued(conn, with_head.name) == len(texts)
+    # Until the back-fill, searches say which arm cannot see them (their dense vectors are there).
+    assert vector_gap(conn, with_head.name) == (
+        f"{len(texts)} stored texts have no {with_head.name} sparse vector yet: the sparse arm cannot find their "
+        "articles (run: pipeline embed)")
     assert embed.drain(conn, with_head, batch_size=64) == len(texts)
     assert sum(passages) == 0 and sum(with_head.sparse_calls) == len(texts)  # dense vectors were there
     assert _stored_counts(conn, with_head.name)[1] == len(texts)
