@@ -55,6 +55,16 @@ def _embedded(conn: psycopg.Connection, model: StandInEmbedder) -> None:
     assert embed.queued(conn, model.name) == 0
 
 
+@pytest.fixture()
+def embedded_with_head(conn) -> StandInEmbedder:
+    """The act stored and embedded by the stand-in model with its sparse head (which it returns)."""
+    require_mirror()
+    _store(conn)
+    model = StandInEmbedder(sparse=True)
+    _embedded(conn, model)
+    return model
+
+
 def test_sparsevec_literal_numbers_features_from_one_and_sorts_them():
     import numpy as np
 
@@ -62,11 +72,8 @@ def test_sparsevec_literal_numbers_features_from_one_and_sorts_them():
     assert sparsevec_literal((np.array([], dtype=int), np.array([])), 4) == "{}/4"
 
 
-def test_the_worker_gives_each_chunk_text_one_sparse_vector_and_counts_its_features(conn):
-    require_mirror()
-    _store(conn)
-    model = StandInEmbedder(sparse=True)
-    _embedded(conn, model)
+def test_the_worker_gives_each_chunk_text_one_sparse_vector_and_counts_its_features(conn, embedded_with_head):
+    model = embedded_with_head
     texts = _chunk_texts(conn)
     stored = dict(conn.execute("SELECT content_sha256, embedding::text FROM sparse_embeddings WHERE model = %s",
                                (model.name,)).fetchall())
@@ -119,11 +126,8 @@ def test_a_database_embedded_without_a_sparse_head_is_back_filled_without_embedd
     assert embed.drain(conn, with_head) == 1
 
 
-def test_feature_counts_follow_deletes_and_truncate_and_vectors_are_never_updated(conn):
-    require_mirror()
-    _store(conn)
-    model = StandInEmbedder(sparse=True)
-    _embedded(conn, model)
+def test_feature_counts_follow_deletes_and_truncate_and_vectors_are_never_updated(conn, embedded_with_head):
+    model = embedded_with_head
     texts = _chunk_texts(conn)
     gone = sorted(texts)[::3]
     conn.execute("DELETE FROM sparse_embeddings WHERE content_sha256 = ANY (%s)", (gone,))
@@ -137,11 +141,8 @@ def test_feature_counts_follow_deletes_and_truncate_and_vectors_are_never_update
     conn.rollback()
 
 
-def test_the_query_is_weighted_by_each_features_idf(conn):
-    require_mirror()
-    _store(conn)
-    model = StandInEmbedder(sparse=True)
-    _embedded(conn, model)
+def test_the_query_is_weighted_by_each_features_idf(conn, embedded_with_head):
+    model = embedded_with_head
     texts = _chunk_texts(conn)
     df, n = _document_frequencies(texts.values()), len(texts)
     query = stand_in_sparse(QUESTION + " xyzzyplugh")  # a word no chunk has: its feature is left out
@@ -157,11 +158,8 @@ def test_the_query_is_weighted_by_each_features_idf(conn):
     assert df[common] > df[rare]
 
 
-def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(conn):
-    require_mirror()
-    _store(conn)
-    model = StandInEmbedder(sparse=True)
-    _embedded(conn, model)
+def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(conn, embedded_with_head):
+    model = embedded_with_head
     hits = search(conn, QUESTION, model, k=10, mode="sparse")
     assert len(hits) == 10 and all(h.similarity is None and h.text_score is None for h in hits)
     assert [h.sparse_score for h in hits] == sorted((h.sparse_score for h in hits), reverse=True)
