@@ -167,7 +167,8 @@ def db_status(as_json: bool) -> None:
         click.echo(f"  {name:<16} {n:>9}")
     for m in info["embeddings"]:
         kind = f"{m['dimensions']}-d, {m['backend']}" if m["dimensions"] else "not embedded with yet"
-        sparse = f", {m['sparse_embedded']} sparse" if m.get("sparse_embedded") is not None else ""
+        sparse = (f", sparse vectors for {m['sparse_embedded']} of {info.get('chunk_texts', '?')} chunk texts"
+                  if m.get("sparse_embedded") is not None else "")
         click.echo(f"embeddings:  {m['model']} ({kind}): "
                    f"{m['embedded']} embedded of {m['texts']} texts{sparse}, {m['queued']} queued")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")

@@ -278,7 +278,7 @@ class EmbedRun:
     """What `pipeline embed` did."""
 
     model: str
-    queued: int  # texts queued now because they had no embedding for the model
+    queued: int  # texts this run queued because they lacked a vector of the model (dense or sparse)
     embedded: int
     remaining: int
     seconds: float
@@ -301,10 +301,12 @@ def run(*, batch_size: int | None = None, limit: int | None = None,
     _, conn = open_current()
     with conn:
         embedder = embedder_from_env()
+        before = queued(conn, embedder.name)
         register(conn, embedder)  # before enqueue_missing: a new sparse head queues the chunk texts it lacks
         with conn.transaction():
             write_pieces(conn)
-        queued_now = enqueue_missing(conn, embedder.name)
+        enqueue_missing(conn, embedder.name)
+        queued_now = queued(conn, embedder.name) - before
         t0 = time.perf_counter()
         done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
         seconds = time.perf_counter() - t0

@@ -132,7 +132,8 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
             r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
         results.append(r)
     # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
-    gap = vector_gap(conn, embedder.name) if vectors and set(modes) != {"text"} else None
+    gap = vector_gap(conn, embedder.name, sparse=sparse_head(embedder) is not None) \
+        if vectors and set(modes) != {"text"} else None
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
             "modes": list(modes), "settings": search_options, "warnings": [gap] if gap else [],
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}

@@ -235,6 +235,7 @@ READER_FUNCTIONS = (
     "search_tsquery(text)",
     "search_chunks",  # by name: its signature is written once, in sql/search.sql
     "text_search_exact(text, integer)",
+    "sparse_query(text, sparsevec)",
 )
 
 

@@ -194,7 +194,8 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         embedder = embedder_from_env() if mode != "text" else None
         hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
                               include_repealed=include_repealed)
-        if embedder is not None and on_warning and (gap := vector_gap(conn, embedder.name, acts, as_of)):
+        if embedder is not None and on_warning and (gap := vector_gap(
+                conn, embedder.name, acts, as_of, sparse=mode in ("hybrid", "sparse") and sparse_head(embedder) is not None)):
             on_warning(gap)
         if on_warning and (missing := as_of_gap(conn, acts, as_of)):
             on_warning(missing)
@@ -212,11 +213,18 @@ GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over
 
 @read_only
 def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
-               as_of: dt.date | None = None) -> str | None:
+               as_of: dt.date | None = None, *, sparse: bool = False) -> str | None:
     """A warning when texts of the searched versions (``acts`` as a user gives them, ``as_of``, selected
     as search_chunks selects them) wait in the queue for ``model`` (stored with --no-embed, or being
     embedded): until `pipeline embed` has run, the vector arm cannot find their articles, and the
-    refusal rule, which reads its similarity, judges without them."""
+    refusal rule, which reads its similarity, judges without them. ``sparse``: the searching embedder
+    has a sparse head, so a database whose model has no sparse vectors at all (embedded before revision
+    0008, not back-filled yet: nothing is queued until a worker with the head has run) is one too."""
+    if sparse and conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s) AND EXISTS (SELECT 1 FROM chunks)",
+            (model,)).fetchone()[0]:
+        return (f"no stored text has a {model} sparse vector yet (embedded before this pipeline added them): "
+                "hybrid search runs without its sparse arm (run: pipeline embed, ~0.2 s a chunk text)")
     waiting = dense = 0
     if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
         eli_ids = require_acts(conn, list(acts)) if acts else None

@@ -36,6 +36,9 @@ def database_status() -> dict[str, Any]:
                 # All columns: sparse_embedded exists from revision 0008 on.
                 info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
                     "SELECT * FROM embedding_status").fetchall()
+            if conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL").fetchone()[0]:
+                # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
+                info["chunk_texts"] = conn.execute("SELECT chunks FROM corpus_totals").fetchone()[0]
     info["embedder"] = embedder_description()
     return info
 
@@ -94,6 +97,16 @@ def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
             "psql \"$(pipeline db url)\" -c 'SELECT refresh_search_stats()'")
 
 
+def _has_sparse_head() -> bool:
+    """The configured embedder has a sparse head (loads the local model: doctor embeds a probe anyway)."""
+    from .embedders import EmbedderError, embedder_from_env, sparse_head
+
+    try:
+        return sparse_head(embedder_from_env()) is not None
+    except EmbedderError:
+        return False
+
+
 def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     """Texts with no vector for the configured model, queued or not (e.g. stored before a model switch):
     the vector arm cannot find their articles. An anti-join over every text: seconds at 1M chunks."""
@@ -111,7 +124,13 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     if not texts:
         return "vectors", "ok", "no texts stored yet", ""
     if not missing and conn.execute("SELECT to_regclass('sparse_models') IS NOT NULL").fetchone()[0]:
-        # A model with a sparse head (revision 0008) also needs one sparse vector per chunk text.
+        # A model with a sparse head (revision 0008) also needs one sparse vector per chunk text. Before a
+        # worker with the head has run (a database embedded before 0008), the model is not registered.
+        registered = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s)",
+                                  (model,)).fetchone()[0]
+        if not registered and _has_sparse_head():
+            return ("vectors", "warn", f"no chunk text has a {model} sparse vector (embedded before this pipeline "
+                    "added them): hybrid search runs without its sparse arm", "run: pipeline embed")
         sparse_missing = conn.execute(
             """
             SELECT count(*) FROM (SELECT DISTINCT content_sha256 FROM chunks) u

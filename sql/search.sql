@@ -280,7 +280,8 @@ DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date,
 -- active in most chunks says little, as a common word does. Features no stored vector has are left
 -- out (they match nothing). NULL when the model has no sparse vectors.
 CREATE OR REPLACE FUNCTION sparse_query(model text, query sparsevec) RETURNS sparsevec
-LANGUAGE sql STABLE AS $$
+-- SECURITY DEFINER: like search_chunks(), callable by a read-only role.
+LANGUAGE sql STABLE SECURITY DEFINER AS $$
     SELECT format('{%s}/%s',
                   coalesce(string_agg(q.feature || ':' || (q.value * bm25_idf(f.ndoc, m.vectors))::real, ','
                                       ORDER BY q.feature), ''),
@@ -348,6 +349,11 @@ BEGIN
     IF k < 1 OR k > 1000 THEN
         RAISE EXCEPTION 'k must be between 1 and 1000, not %', k USING ERRCODE = '22023';
     END IF;
+    IF vector_weight IS NULL OR text_weight IS NULL OR sparse_weight IS NULL
+       OR vector_weight < 0 OR text_weight < 0 OR sparse_weight < 0 THEN
+        RAISE EXCEPTION 'vector_weight, text_weight and sparse_weight must be 0 or more, not %, %, %',
+            vector_weight, text_weight, sparse_weight USING ERRCODE = '22023';
+    END IF;
     IF mode <> 'hybrid' THEN  -- one arm: its own ranking, whatever weights were given for fusion
         vector_weight := 1.0;
         text_weight := 1.0;
@@ -366,6 +372,9 @@ BEGIN
                     USING ERRCODE = '22023';
             END IF;
             sp_query := sparse_query(model, query_sparse);
+            IF sp_query::text LIKE '{}/%' THEN  -- no feature any stored vector has: nothing can match
+                sp_query := NULL;
+            END IF;
         ELSIF mode = 'sparse' THEN
             RAISE EXCEPTION 'no sparse vectors for model % (run pipeline embed with its sparse head)', model
                 USING ERRCODE = '22023';
@@ -455,6 +464,7 @@ BEGIN
                 ORDER BY e.embedding::%3$s <#> $13::%3$s
                 LIMIT $5
             ) s
+            WHERE s.sparse_score > 0  -- sharing no feature with the question is no match
         ),
         -- Normalisers of the convex combination: each arm's scores min-max over its own candidates,
         -- so that each arm spans [0, weight] from its last candidate to its best. (Until the sparse arm
@@ -471,9 +481,13 @@ BEGIN
                    CASE WHEN $12 = 'rrf'
                         THEN coalesce($8 / ($7 + v.rnk), 0) + coalesce($9 / ($7 + t.rnk), 0)
                              + coalesce($14 / ($7 + s.rnk), 0)
-                        ELSE coalesce($8 * (v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 0)
-                             + coalesce($9 * (t.text_score - n.tmin) / nullif(n.tmax - n.tmin, 0), 0)
-                             + coalesce($14 * (s.sparse_score - n.smin) / nullif(n.smax - n.smin, 0), 0)
+                        -- an arm whose candidates all score alike (one candidate, say) gives each its weight
+                        ELSE CASE WHEN v.chunk_id IS NULL THEN 0
+                                  ELSE $8 * coalesce((v.similarity - n.vmin) / nullif(n.vmax - n.vmin, 0), 1) END
+                             + CASE WHEN t.chunk_id IS NULL THEN 0
+                                    ELSE $9 * coalesce((t.text_score - n.tmin) / nullif(n.tmax - n.tmin, 0), 1) END
+                             + CASE WHEN s.chunk_id IS NULL THEN 0
+                                    ELSE $14 * coalesce((s.sparse_score - n.smin) / nullif(n.smax - n.smin, 0), 1) END
                    END AS score
             FROM vec v
             FULL JOIN txt t ON t.chunk_id = v.chunk_id
@@ -508,6 +522,8 @@ DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION search_chunks SET search_path = %I, pg_catalog, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION text_search_exact(text, integer) SET search_path = %I, pg_catalog, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION sparse_query(text, sparsevec) SET search_path = %I, pg_catalog, pg_temp',
                    current_schema());
 END
 $$;

@@ -243,6 +243,20 @@ def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
         search(corpus, LEAVE_ON_DEMAND, embedder, fusion="sum")
 
 
+def test_convex_fusion_gives_a_lone_candidate_its_arms_full_weight(corpus, embedder):
+    """Min-max over one candidate (or tied ones) has no range: the candidate gets the arm's weight, not 0.
+    A word found in one chunk only is the text arm's single candidate."""
+    lexeme = corpus.execute("SELECT lexeme FROM lexicon WHERE npostings = 1 AND length(lexeme) > 8 "
+                            "AND lexeme ~ '^[a-ząćęłńóśźż]+$' ORDER BY lexeme LIMIT 1").fetchone()[0]
+    corpus.rollback()
+    text = search(corpus, lexeme, None, k=5, mode="text")
+    assert len(text) == 1
+    hits = search(corpus, lexeme, embedder, k=10, fusion="convex", vector_weight=0.6, text_weight=0.4,
+                  sparse_weight=0.0)
+    (lone,) = [h for h in hits if h.text_rank]
+    assert lone.chunk_id == text[0].chunk_id and lone.score >= 0.4 - 1e-9
+
+
 def test_hnsw_ef_search_grows_with_the_vectors_stored(stand_in_corpus_url):
     """search_chunks() sets hnsw.ef_search to 2 × fetch_k, at least 40 and √(vectors stored), at most 1000
     (a fixed ef_search loses recall as the graph grows: docs/scaling.md). The vector count is the planner's

@@ -197,7 +197,7 @@ def reader(url: str):
                                    "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
                                    "current_acts, lexeme_stats, corpus_stats; and call: versions_as_of(), "
                                    "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
-                                   "text_search_exact()")
+                                   "text_search_exact(), sparse_query()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
     reader_url = url.replace("postgres:@", "reader1:pw@", 1)
     assert reader_url != url
@@ -252,12 +252,16 @@ def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
                           "NULL, NULL, false, 'text')").fetchall()
     assert len(rows) == 5 and {r[0] for r in rows} == {ACT}
     assert reader.execute("SELECT count(*) FROM versions_as_of('2030-01-01')").fetchone()[0] == 1
+    # The sparse arm's query function reads tables the role may not: it runs as its owner (NULL: this
+    # database's model has no sparse vectors).
+    assert reader.execute("SELECT sparse_query('bge-m3', '{1:0.5}/4'::sparsevec)").fetchone()[0] is None
 
 
 @pytest.mark.parametrize("sql", [
     "SELECT * FROM chunks", "SELECT * FROM acts", "SELECT * FROM act_versions", "SELECT * FROM articles",
     "SELECT * FROM embeddings", "SELECT * FROM embedding_queue", "SELECT * FROM ingest_runs",
     "SELECT * FROM alembic_version", "SELECT * FROM lexicon", "SELECT * FROM postings",
+    "SELECT * FROM sparse_embeddings", "SELECT * FROM sparse_features", "SELECT * FROM sparse_models",
     "INSERT INTO acts (eli) VALUES ('DU/2000/1')", "UPDATE act_versions SET article_count = 0",
     "DELETE FROM chunks", "DELETE FROM thesaurus", "TRUNCATE acts", "INSERT INTO thesaurus DEFAULT VALUES",
     "DROP TABLE acts", "DROP VIEW current_chunks", "DROP FUNCTION versions_as_of(date)",

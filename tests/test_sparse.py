@@ -14,7 +14,7 @@ from collections import Counter
 
 import psycopg
 import pytest
-from conftest import create_database, mirror_text, parsed_act, require_mirror
+from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, require_mirror, run_cli
 from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_sparse
 
 from pipeline import db, embed, schema, store
@@ -216,3 +216,67 @@ def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_ag
         assert c.execute("SELECT count(*) FROM pg_proc WHERE proname = 'search_chunks'").fetchone()[0] == 1
         embed.register(c, model)
         assert embed.queued(c, model.name) == texts
+
+
+def test_the_sparse_arm_checks_what_sql_callers_give_it(conn, embedded_with_head):
+    model = embedded_with_head
+    with pytest.raises(UsageError, match="must be 0 or more"):
+        search(conn, QUESTION, model, sparse_weight=-1)
+    # A chunk that shares no feature with the question is no candidate (the index scan returned chunks
+    # at 0); a question with no feature any stored vector has finds nothing.
+    df = _document_frequencies(_chunk_texts(conn).values())
+    unknown = next(f for f in range(1, SPARSE_DIMENSIONS + 1) if not df[f])
+    common = max(df, key=lambda f: df[f])
+    count = "SELECT count(*) FROM search_chunks('x', NULL, %s, 1000, mode => 'sparse', query_sparse => %s::sparsevec)"
+    assert conn.execute(count, (model.name, f"{{{unknown}:1}}/{SPARSE_DIMENSIONS}")).fetchone()[0] == 0
+    found = conn.execute(count, (model.name, f"{{{common}:1}}/{SPARSE_DIMENSIONS}")).fetchone()[0]
+    rows_with = conn.execute("SELECT count(DISTINCT (c.version_id, c.article)) FROM sparse_embeddings s "
+                             "JOIN chunks c USING (content_sha256) WHERE %s = ANY (ARRAY(SELECT feature FROM "
+                             "sparsevec_entries(s.embedding))) AND NOT c.repealed", (common,)).fetchone()[0]
+    assert 0 < found <= rows_with
+
+
+def test_searches_say_when_the_model_has_no_sparse_vectors_at_all(conn):
+    """A database embedded before revision 0008: nothing is queued until a worker with the head runs,
+    so the queue cannot tell; the warning must."""
+    require_mirror()
+    _store(conn)
+    _embedded(conn, StandInEmbedder())
+    with_head = StandInEmbedder(sparse=True)
+    assert vector_gap(conn, with_head.name) is None  # the queue is empty
+    assert vector_gap(conn, with_head.name, sparse=True) == (
+        f"no stored text has a {with_head.name} sparse vector yet (embedded before this pipeline added them): "
+        "hybrid search runs without its sparse arm (run: pipeline embed, ~0.2 s a chunk text)")
+    _embedded(conn, with_head)
+    assert vector_gap(conn, with_head.name, sparse=True) is None
+
+
+def test_doctor_and_db_status_tell_an_upgraded_database_to_back_fill(conn, scratch_url):
+    """The offline model's dense vectors stored before revision 0008, no sparse ones: doctor warns with
+    the fix (the configured local embedder has the head), db status says how far the back-fill is."""
+    require_mirror()
+    _store(conn)
+    texts = [h for (h,) in conn.execute(f"SELECT DISTINCT content_sha256 FROM {EMBEDDED_UNITS} u")]
+    embed.ensure_space(conn, "multilingual-e5-small", 384, "local")
+    with conn.transaction():  # any 384-d vectors: doctor only counts them
+        conn.execute("INSERT INTO embeddings (content_sha256, model, embedding) "
+                     "SELECT h, 'multilingual-e5-small', array_fill(0.05, ARRAY[384])::vector FROM unnest(%s::text[]) h",
+                     (texts,))
+    conn.commit()
+    env = {"DATABASE_URL": scratch_url, "EMBED_BACKEND": "local"}
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+    assert checks["vectors"]["status"] == "warn" and checks["vectors"]["fix"] == "run: pipeline embed"
+    assert "no chunk text has a multilingual-e5-small sparse vector" in checks["vectors"]["detail"]
+    # Half back-filled: the status line counts the sparse vectors against the chunk texts.
+    chunk_texts = _chunk_texts(conn)
+    half = sorted(chunk_texts)[: len(chunk_texts) // 2]
+    with conn.transaction():
+        conn.execute("INSERT INTO sparse_models (model, dimensions) VALUES ('multilingual-e5-small', 16384)")
+        embed.write_sparse(conn, "multilingual-e5-small", 16384, ((h, stand_in_sparse(chunk_texts[h])) for h in half))
+    conn.commit()
+    status = run_cli("db", "status", env=env)
+    assert (f"sparse vectors for {len(half)} of {len(chunk_texts)} chunk texts" in status.stdout), status.stdout
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+    assert checks["vectors"]["detail"].startswith(f"{len(chunk_texts) - len(half)} chunk texts have no "
+                                                  "multilingual-e5-small sparse vector")
+
