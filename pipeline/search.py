@@ -150,8 +150,8 @@ def search(
         if embedder is not None and mode in ("hybrid", "vector"):
             vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
         if head is not None:
-            # The question as asked: the sparse head matches words by their learned features, and the
-            # thesaurus' statutory wording was not part of what was measured (docs/retrieval.md).
+            # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
+            # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
             sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
         try:
             hits = conn.cursor(row_factory=class_row(Hit)).execute(

@@ -1,5 +1,6 @@
--- Hybrid search over article chunks: full text (Polish) + vectors, fused by Reciprocal Rank Fusion
--- or by a convex combination of normalised scores (per model: pipeline/search.py MODEL_PROFILES).
+-- Hybrid search over article chunks: full text (Polish) + vectors (+ a model's sparse term vectors,
+-- revision 0008), fused by Reciprocal Rank Fusion or by a convex combination of normalised scores
+-- (per model: pipeline/search.py MODEL_PROFILES).
 -- Public interface (README: "Querying with SQL"). Applied by migrations; change only through a new
 -- migration that re-applies this file.
 --
@@ -9,7 +10,8 @@
 -- versions (as_of / acts filters applied inside the arm, with pgvector's iterative index scans so a
 -- selective filter still yields k rows); the fused list keeps the best part of each article. The
 -- text arm reads impact-ordered postings (search_text_arm()); the vector arm scores a chunk by the
--- best of its own vector and its pieces' (chunk_pieces, revision 0006).
+-- best of its own vector and its pieces' (chunk_pieces, revision 0006); the sparse arm by the inner
+-- product of its chunk text's sparse vector with the idf-weighted question (sparse_query()).
 
 -- Corpus statistics for BM25 ranking of the full-text arm (ts_rank has no inverse document
 -- frequency: "pracownik" in a labour code would weigh as much as a rare, telling word). Kept up to
@@ -379,7 +381,7 @@ BEGIN
             RAISE EXCEPTION 'no sparse vectors for model % (run pipeline embed with its sparse head)', model
                 USING ERRCODE = '22023';
         ELSE
-            sp_cast := 'sparsevec';
+            sp_cast := 'sparsevec';  -- SELECT INTO found no row and left it NULL; the arm stays empty
         END IF;
     END IF;
     IF mode IN ('hybrid', 'vector') THEN
