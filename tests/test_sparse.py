@@ -280,3 +280,17 @@ def test_doctor_and_db_status_tell_an_upgraded_database_to_back_fill(conn, scrat
     assert checks["vectors"]["detail"].startswith(f"{len(chunk_texts) - len(half)} chunk texts have no "
                                                   "multilingual-e5-small sparse vector")
 
+
+def test_pipeline_embed_reports_the_back_fill_it_queued(conn, scratch_url, monkeypatch):
+    """`pipeline embed` after the upgrade: registering the head queues the chunk texts, and the run
+    reports them as queued by it (it said 0) and embedded."""
+    require_mirror()
+    _store(conn)
+    _embedded(conn, StandInEmbedder())
+    texts = len(_chunk_texts(conn))
+    conn.commit()
+    monkeypatch.setenv("DATABASE_URL", scratch_url)
+    monkeypatch.setattr(embed, "embedder_from_env", lambda: StandInEmbedder(sparse=True))
+    done = embed.run()
+    assert (done.queued, done.embedded, done.remaining) == (texts, texts, 0)
+
