@@ -243,7 +243,9 @@ def test_the_readme_sql_examples_run_as_the_reader(reader, url: str) -> None:
     with psycopg.connect(url) as admin:  # the query vector psql would be given (:'qvec'), from the stored ones
         model, vector = admin.execute("SELECT model, embedding::text FROM embeddings LIMIT 1").fetchone()
     for sql in statements:
-        sql = sql.replace(":'qvec'", f"'{vector}'").replace("'multilingual-e5-small'", f"'{model}'")
+        # :'qsp' (a sparse vector): this database's model has none stored, so the arm stays empty.
+        sql = sql.replace(":'qvec'", f"'{vector}'").replace(":'qsp'", "'{1:0.5}/16384'") \
+            .replace("'multilingual-e5-small'", f"'{model}'")
         reader.execute(sql).fetchall()  # InsufficientPrivilege on anything the role may not read
 
 
