@@ -469,10 +469,9 @@ def answer_question(
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
-    from .embedders import sparse_head
     from .extractive import extractive_answer
     from .refusal import decide
-    from .search import as_of_gap, checked_search, vector_gap
+    from .search import checked_search, search_gaps
 
     use_model = config.configured and not offline
     searched = question
@@ -486,8 +485,7 @@ def answer_question(
                           include_repealed=include_repealed)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
     # Each read ends the transaction it began (db.reading): none stays open while a model writes.
-    gaps = [g for g in (vector_gap(conn, embedder.name, acts, as_of, sparse=sparse_head(embedder) is not None),
-                        as_of_gap(conn, acts, as_of)) if g]
+    gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity,

@@ -56,8 +56,13 @@ class Space:
 
     @property
     def index_name(self) -> str:
-        slug = re.sub(r"[^a-z0-9]+", "_", self.model.lower()).strip("_")[:30]
-        return f"embeddings_hnsw_{slug}_{hashlib.sha1(self.model.encode()).hexdigest()[:8]}"
+        return _index_name("embeddings_hnsw", self.model)
+
+
+def _index_name(prefix: str, model: str) -> str:
+    """A model's partial index: readable, and unique per model name however long or odd it is."""
+    slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")[:30]
+    return f"{prefix}_{slug}_{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
 def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend: str) -> Space:
@@ -94,9 +99,9 @@ def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend:
     return space
 
 
-def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -> str:
+def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -> None:
     """Register ``model``'s sparse head (after :func:`ensure_space`) with its own partial HNSW
-    inner-product index on sparse_embeddings (idempotent); returns the sparsevec cast."""
+    inner-product index on sparse_embeddings (idempotent)."""
     with conn.transaction():
         new = conn.execute("INSERT INTO sparse_models (model, dimensions) VALUES (%s, %s) ON CONFLICT (model) "
                            "DO NOTHING RETURNING model", (model, dimensions)).fetchone()
@@ -106,16 +111,14 @@ def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -
         if registered != dimensions:
             raise EmbedderError(f"model {model}'s sparse head is registered with {registered} features but the "
                                 f"embedder gives {dimensions}; use another model name (EMBED_MODEL)")
-        slug = Space(model, dimensions, "sparsevec").index_name.replace("embeddings_hnsw_", "sparse_hnsw_")
         conn.execute(
             psycopg.sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {idx} ON sparse_embeddings USING hnsw ((embedding::sparsevec({dims})) "
                 "sparsevec_ip_ops) WITH (m = {m}, ef_construction = {efc}) WHERE model = {model}"
-            ).format(idx=psycopg.sql.Identifier(slug), dims=psycopg.sql.Literal(dimensions),
+            ).format(idx=psycopg.sql.Identifier(_index_name("sparse_hnsw", model)), dims=psycopg.sql.Literal(dimensions),
                      m=psycopg.sql.Literal(HNSW_M), efc=psycopg.sql.Literal(HNSW_EF_CONSTRUCTION),
                      model=psycopg.sql.Literal(model))
         )
-    return f"sparsevec({dimensions})"
 
 
 def register(conn: psycopg.Connection, embedder: Embedder) -> Space:

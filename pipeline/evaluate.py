@@ -14,7 +14,7 @@ from .act_id import parse_act_id
 from .embedders import Embedder, embedder_from_env, sparse_head
 from .errors import EvalError, UsageError
 from .refusal import decide
-from .search import MODES, Hit, search, vector_gap
+from .search import MODES, Hit, search, search_gaps
 
 ID_SPLITS = ("all", "odd", "even")
 
@@ -132,10 +132,9 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
             r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
         results.append(r)
     # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
-    gap = vector_gap(conn, embedder.name, sparse=sparse_head(embedder) is not None) \
-        if vectors and set(modes) != {"text"} else None
+    gaps = search_gaps(conn, embedder) if vectors and set(modes) != {"text"} else []
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
-            "modes": list(modes), "settings": search_options, "warnings": [gap] if gap else [],
+            "modes": list(modes), "settings": search_options, "warnings": gaps,
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 

@@ -26,9 +26,9 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from . import __version__
 from .answer import ChatConfig, answer_question, cite
 from .articles import get_article, list_acts, table_of_contents
-from .embedders import Embedder, embedder_from_env, sparse_head
+from .embedders import Embedder, embedder_from_env
 from .errors import PipelineError
-from .search import MODES, as_of_gap, search, vector_gap, with_currency
+from .search import MODES, search, search_gaps, with_currency
 
 log = logging.getLogger(__name__)
 
@@ -338,12 +338,9 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             embedder = service.embedder() if mode != "text" else None
             hits, gaps = service.run(lambda conn: (
                 with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of), as_of),
-                [vector_gap(conn, embedder.name, acts or (), as_of,
-                            sparse=mode in ("hybrid", "sparse") and sparse_head(embedder) is not None)
-                 if embedder is not None else None,
-                 as_of_gap(conn, acts or (), as_of)]))
+                search_gaps(conn, embedder, mode, acts or (), as_of)))
         return {
-            "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": [g for g in gaps if g],
+            "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": gaps,
             "hits": [{
                 "rank": i, "citation": cite(h.act, h.article), "act": h.act, "act_title": h.act_title,
                 "article": h.article, "part": h.part, "version_no": h.version_no, "valid_from": h.valid_from,

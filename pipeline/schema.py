@@ -90,15 +90,17 @@ def refuse_newer(current: str | None) -> None:
 
 
 def _preflight(url: str) -> None:
-    """What a migration cannot fix, said before alembic starts: a database newer than this code, a
-    server without pgvector."""
+    """What a migration cannot fix, said before alembic starts (which would turn each into an
+    unexpected error), on one connection: an unreachable server (db.connect says what to fix), a
+    database newer than this code, a server without pgvector, a read-only one (_refuse_read_only)."""
     with db.connect(url, autocommit=True) as conn:
         refuse_newer(current_revision(conn))
         vector = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')").fetchone()[0]
-    if not vector:
-        raise db.DatabaseError(f"the server at {redact_url(url)} has no pgvector extension: install pgvector 0.8 or "
-                               "newer there (e.g. the pgvector/pgvector image), or unset DATABASE_URL to use the "
-                               "embedded server")
+        if not vector:
+            raise db.DatabaseError(f"the server at {redact_url(url)} has no pgvector extension: install pgvector 0.8 "
+                                   "or newer there (e.g. the pgvector/pgvector image), or unset DATABASE_URL to use "
+                                   "the embedded server")
+        _refuse_read_only(conn, url)
 
 
 @lru_cache(maxsize=1)
@@ -139,22 +141,16 @@ def current_revision(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _reachable(url: str) -> None:
-    """DatabaseError saying what to fix, before alembic turns a refused connection into an unexpected error."""
-    db.connect(url, autocommit=True).close()
-
-
-def _writable(url: str) -> None:
+def _refuse_read_only(conn: psycopg.Connection, url: str) -> None:
     """DatabaseError naming the cause when the server is read-only (a hot standby, or read-only by
     default), before a migration fails there on its first statement ("cannot execute ALTER TEXT
     SEARCH CONFIGURATION in a read-only transaction"). Migrations run on the primary only; a
     standby gets them by replaying its WAL."""
-    with db.connect(url, autocommit=True) as conn:
-        standby, read_only = conn.execute(
-            "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
-        if not (standby or read_only):
-            return
-        have = f"revision {current_revision(conn) or 'none'}, SQL interface {(applied_interface(conn) or 'none')[:12]}"
+    standby, read_only = conn.execute(
+        "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+    if not (standby or read_only):
+        return
+    have = f"revision {current_revision(conn) or 'none'}, SQL interface {(applied_interface(conn) or 'none')[:12]}"
     want = f"revision {head_revision()}, SQL interface {interface_sql()[1][:12]}"
     what = "a read-only standby (in recovery)" if standby else "read-only (transaction_read_only is on)"
     raise db.DatabaseError(
@@ -165,9 +161,7 @@ def _writable(url: str) -> None:
 
 
 def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) -> None:
-    _reachable(url)
     _preflight(url)
-    _writable(url)
     from alembic import command
 
     with _known_revision(revision):
@@ -182,9 +176,7 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
 
 
 def downgrade(url: str, revision: str) -> None:
-    _reachable(url)
     _preflight(url)
-    _writable(url)
     from alembic import command
 
     with _known_revision(revision):

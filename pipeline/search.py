@@ -11,7 +11,7 @@ from psycopg.rows import class_row
 
 from .articles import require_acts, require_date
 from .db import read_only, reading, sparsevec_literal, vector_literal
-from .embedders import Embedder, embedder_from_env, sparse_head
+from .embedders import Embedder, SparseHead, embedder_from_env, sparse_head
 from .errors import DatabaseError, UsageError
 
 MODES = ("hybrid", "vector", "text", "sparse")
@@ -137,7 +137,7 @@ def search(
     fetch_k = prof.fetch_k if fetch_k is None else fetch_k
     if mode != "text" and embedder is None:
         raise UsageError(f"{mode} search needs an embedder")
-    head = sparse_head(embedder) if mode in ("hybrid", "sparse") else None
+    head = sparse_arm(embedder, mode)
     if mode == "sparse" and head is None:
         raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
     if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
@@ -194,11 +194,8 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         embedder = embedder_from_env() if mode != "text" else None
         hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
                               include_repealed=include_repealed)
-        if embedder is not None and on_warning and (gap := vector_gap(
-                conn, embedder.name, acts, as_of, sparse=mode in ("hybrid", "sparse") and sparse_head(embedder) is not None)):
+        for gap in search_gaps(conn, embedder, mode, acts, as_of) if on_warning else ():
             on_warning(gap)
-        if on_warning and (missing := as_of_gap(conn, acts, as_of)):
-            on_warning(missing)
         if mode == "hybrid" and embedder is not None and on_warning:
             from .refusal import decide  # the rule ask applies: hits this far off answer nothing
 
@@ -206,6 +203,22 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
                 on_warning(f"none of these articles looks like an answer ({verdict.reason}); "
                            "`pipeline ask` would say the documents do not hold one")
         return with_currency(conn, hits, as_of)
+
+
+def sparse_arm(embedder: Embedder | None, mode: str) -> SparseHead | None:
+    """The embedder's sparse head when a search in ``mode`` uses the sparse arm (hybrid, sparse)."""
+    return sparse_head(embedder) if mode in ("hybrid", "sparse") else None
+
+
+def search_gaps(conn: psycopg.Connection, embedder: Embedder | None, mode: str = "hybrid",
+                acts: Sequence[str] = (), as_of: dt.date | None = None) -> list[str]:
+    """Warnings for a search (`search`, `ask`, MCP, `eval`) whose ranking is incomplete: texts without
+    the vectors its arms read (:func:`vector_gap`), acts with no text in force on ``as_of``
+    (:func:`as_of_gap`)."""
+    gaps = [vector_gap(conn, embedder.name, acts, as_of, sparse=sparse_arm(embedder, mode) is not None)
+            if embedder is not None and mode != "text" else None,
+            as_of_gap(conn, acts, as_of)]
+    return [g for g in gaps if g]
 
 
 GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
@@ -244,16 +257,16 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
     if not waiting:
         return None
     over = waiting > GAP_COUNT_CAP
+
+    def lacking(n: int, vector: str, arm: str) -> str:
+        count, many = f"over {GAP_COUNT_CAP}" if over and n == waiting else str(n), n > 1
+        return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} {vector} yet: "
+                f"the {arm} arm cannot find {'their' if many else 'its'} articles")
+
     if not dense:  # only sparse vectors missing: a database embedded before its model's sparse head
-        many = waiting > 1
-        count = f"over {GAP_COUNT_CAP}" if over else str(waiting)
-        return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} sparse vector "
-                f"yet: the sparse arm cannot find {'their' if many else 'its'} articles (run: pipeline embed)")
-    many = dense > 1
-    count = f"over {GAP_COUNT_CAP}" if over and dense == waiting else str(dense)
+        return lacking(waiting, "sparse vector", "sparse") + " (run: pipeline embed)"
     sparse_only = "" if dense == waiting or over else f"; {waiting - dense} more wait for their sparse vector"
-    return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} vector yet: "
-            f"the vector arm cannot find {'their' if many else 'its'} articles{sparse_only} (run: pipeline embed)")
+    return lacking(dense, "vector", "vector") + f"{sparse_only} (run: pipeline embed)"
 
 
 @read_only

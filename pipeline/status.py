@@ -131,13 +131,12 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
         if not registered and _has_sparse_head():
             return ("vectors", "warn", f"no chunk text has a {model} sparse vector (embedded before this pipeline "
                     "added them): hybrid search runs without its sparse arm", "run: pipeline embed")
-        sparse_missing = conn.execute(
+        sparse_missing = 0 if not registered else conn.execute(
             """
             SELECT count(*) FROM (SELECT DISTINCT content_sha256 FROM chunks) u
-            WHERE EXISTS (SELECT 1 FROM sparse_models m WHERE m.model = %(m)s)
-              AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s WHERE s.content_sha256 = u.content_sha256
-                              AND s.model = %(m)s)
-            """, {"m": model}).fetchone()[0]
+            WHERE NOT EXISTS (SELECT 1 FROM sparse_embeddings s WHERE s.content_sha256 = u.content_sha256
+                              AND s.model = %s)
+            """, (model,)).fetchone()[0]
         if sparse_missing:
             return ("vectors", "warn", f"{sparse_missing} chunk texts have no {model} sparse vector: the sparse arm "
                     "cannot find their articles", "run: pipeline embed")

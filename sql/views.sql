@@ -58,15 +58,17 @@ CREATE OR REPLACE VIEW embedding_texts AS
 COMMENT ON VIEW embedding_texts IS 'Every text that is embedded: chunks and their pieces, with their chunk_id.';
 
 -- Per embedding model: how many distinct texts (of chunks and their pieces) exist, are embedded,
--- are waiting (for either vector: a chunk text also waits for its sparse vector). A model is listed from the moment texts are queued for it (`ingest --no-embed` queues
--- by name); its dimensions and backend are known once a worker has embedded with it (NULL before).
+-- are waiting (for either vector: a chunk text also waits for its sparse vector). A model is listed
+-- from the moment texts are queued for it (`ingest --no-embed` queues by name); its dimensions and
+-- backend are known once a worker has embedded with it (NULL before).
 CREATE OR REPLACE VIEW embedding_status AS
     SELECT m.model, r.dimensions, r.backend,
            (SELECT count(DISTINCT content_sha256) FROM embedding_texts) AS texts,
            (SELECT count(*) FROM embeddings e WHERE e.model = m.model) AS embedded,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model) AS queued,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing,
-           -- The model's sparse term vectors, one per chunk text (revision 0008); NULL: no sparse head.
+           -- The model's sparse term vectors, one per chunk text (revision 0008); NULL: none registered
+           -- (no sparse head, or no worker with the head has run since the upgrade).
            (SELECT s.vectors FROM sparse_models s WHERE s.model = m.model) AS sparse_embedded
     FROM (SELECT model FROM embedding_models UNION SELECT model FROM embedding_queue) m
     LEFT JOIN embedding_models r USING (model);
