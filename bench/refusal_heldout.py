@@ -17,7 +17,11 @@ the question alone (no model call):
   searched acts (exact), taking out how close the question is to statutes in general;
 - sparse cosine: where the model has a sparse head (revision 0008), the best cosine between the
   idf-weighted sparse query and the sparse arm's top 10 chunks: how much of the question's learned
-  terms one chunk carries, independent of the question's length.
+  terms one chunk carries, independent of the question's length;
+- act share / act share 5: the share of the top 10 (top 5) hits from the act most of them come from
+  (an ingested topic concentrates in its act; not shipped: its scale depends on how many acts the
+  corpus holds, docs/retrieval.md);
+- similarity+act_share: the two as z-scores over the tune half's answerable questions, summed.
 
 It prints, per half, each signal's AUC (answerable vs held-out + real unanswerable: 0.5 is chance),
 the shipped rule's refusals, and for each signal the share of held-out questions refused at the
@@ -34,6 +38,7 @@ import argparse
 import json
 import math
 import statistics
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -48,7 +53,9 @@ from pipeline.search import embedded_query, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
-SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background", "sparse_cosine")
+SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background", "sparse_cosine",
+           "act_share", "act_share5")
+COMBINED = (("similarity", "act_share"),)
 
 
 class DocFreq:
@@ -122,6 +129,8 @@ def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts:
         "over_background": (verdict.similarity - background.nth_best(conn, q.question, held_out)
                             if verdict.similarity is not None else None),
         "sparse_cosine": sparse_cosine,
+        "act_share": max(Counter(h.act for h in hits).values()) / len(hits) if hits else 0.0,
+        "act_share5": max(Counter(h.act for h in hits[:5]).values()) / len(hits[:5]) if hits else 0.0,
         "refused": verdict.refused,
     }
 
@@ -175,7 +184,15 @@ def main() -> None:
         return [r for r in rows if r["half"] == half and r["kind"] in kinds]
 
     tune_answerable = of("tune", ("answerable",))
-    floors = {s: floor_for([r[s] for r in tune_answerable if r[s] is not None]) for s in SIGNALS}
+    # Two signals combined: each as a z-score over the tune half's answerable questions, summed.
+    for a_sig, b_sig in COMBINED:
+        stats = [(statistics.mean(xs), statistics.pstdev(xs) or 1.0)
+                 for xs in ([r[x] for r in tune_answerable] for x in (a_sig, b_sig))]
+        for r in rows:
+            r[f"{a_sig}+{b_sig}"] = (None if r[a_sig] is None or r[b_sig] is None else
+                                     sum((r[x] - m) / sd for x, (m, sd) in zip((a_sig, b_sig), stats)))
+    signals_shown = SIGNALS + tuple(f"{a}+{b}" for a, b in COMBINED)
+    floors = {s: floor_for([r[s] for r in tune_answerable if r[s] is not None]) for s in signals_shown}
     print(f"model {emb.name}; {len(acts)} acts; a threshold refuses below it, chosen on tune "
           f"(<= 5 % of its answerable questions refused)")
     for half in halves:
@@ -185,7 +202,7 @@ def main() -> None:
         refused = lambda rs: f"{sum(r['refused'] for r in rs)}/{len(rs)}"  # noqa: E731
         print(f"  shipped rule refuses: answerable {refused(pos)}, held-out {refused(held)}, "
               f"unanswerable {refused(unans)}")
-        for s in SIGNALS:
+        for s in signals_shown:
             a = auc([r[s] for r in pos if r[s] is not None], [r[s] for r in held + unans if r[s] is not None])
             below = lambda rs: sum(1 for r in rs if r[s] is not None and r[s] < floors[s])  # noqa: E731
             print(f"  {s:<15} AUC {a:.3f}   at {floors[s]:.3f}: refuses answerable {below(pos)}/{len(pos)}, "
