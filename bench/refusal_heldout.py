@@ -187,7 +187,7 @@ def main() -> None:
     # Two signals combined: each as a z-score over the tune half's answerable questions, summed.
     for a_sig, b_sig in COMBINED:
         stats = [(statistics.mean(xs), statistics.pstdev(xs) or 1.0)
-                 for xs in ([r[x] for r in tune_answerable] for x in (a_sig, b_sig))]
+                 for xs in ([r[x] for r in tune_answerable if r[x] is not None] for x in (a_sig, b_sig))]
         for r in rows:
             r[f"{a_sig}+{b_sig}"] = (None if r[a_sig] is None or r[b_sig] is None else
                                      sum((r[x] - m) / sd for x, (m, sd) in zip((a_sig, b_sig), stats)))
