@@ -18,7 +18,8 @@ from urllib.parse import urlparse
 
 from . import currency
 from .config import env_number
-from .errors import AnswerError, UsageError
+from .act_id import parse_act_id
+from .errors import AnswerError, InvalidActId, UsageError
 from .parse.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
 from .redact import scrub
 
@@ -109,20 +110,35 @@ def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | No
 
 # --- citations ----------------------------------------------------------------
 
+# An article number: 151, 151^1, 151¹, 183a.
+_ARTICLE = rf"(\d+)(?:\s*\^\s*(\d+)|([{SUPERSCRIPTS}]+))?([a-z]{{0,3}})\b"
+_ARTICLE_RE = re.compile(_ARTICLE)
+# "[DU/2025/277, art. 154]" as the prompt asks, and what models write instead: no comma, "Art.", the
+# journal form "Dz.U. 2025 poz. 277", several articles ("art. 154, 155", "art. 154 i 155", a range
+# "art. 154-155": both ends). A § / ust. / pkt after the number ends the list.
 _CITATION = re.compile(
-    rf"\b([A-Z]{{2}}/\d{{4}}/\d+)\s*,\s*art\.\s*(\d+)(?:\s*\^\s*(\d+)|([{SUPERSCRIPTS}]+))?([a-z]{{0,3}})\b"
+    rf"(?i)\b(?:((?:DU|MP)/\d{{4}}/\d+)|((?:dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?\d{{4}}\s*(?:r\.)?\s*"
+    rf"(?:nr\s*\d+\s*,?\s*)?poz\.?\s*\d{{1,6}}))\s*,?\s*art\.\s*"
+    rf"({_ARTICLE}(?:\s*(?:,|\bi\b|\boraz\b|-|–)\s*{_ARTICLE}(?=\s*(?:[\]),;.]|\bi\b|\boraz\b|-|–|§|ust\.|pkt|$)))*)"
 )
 
 
 def parse_citations(text: str) -> list[tuple[str, str]]:
-    """``(act, canonical article)`` pairs in order of first appearance; ``151¹`` becomes ``151^1``."""
+    """``(act, canonical article)`` pairs in order of first appearance; ``151¹`` becomes ``151^1``,
+    ``Dz.U. 2025 poz. 277`` becomes ``DU/2025/277``."""
     found: list[tuple[str, str]] = []
     for m in _CITATION.finditer(text):
-        act, base, caret, sup, letters = m.groups()
-        sup = caret or (sup.translate(SUPERSCRIPT_DIGITS) if sup else None)
-        article = base + (f"^{sup}" if sup else "") + letters
-        if (act, article) not in found:
-            found.append((act, article))
+        eli, journal, articles = m.group(1), m.group(2), m.group(3)
+        try:
+            act = str(parse_act_id(eli or " ".join(journal.split())))
+        except InvalidActId:
+            continue
+        for a in _ARTICLE_RE.finditer(articles):
+            base, caret, sup, letters = a.groups()
+            sup = caret or (sup.translate(SUPERSCRIPT_DIGITS) if sup else None)
+            article = base + (f"^{sup}" if sup else "") + letters.lower()
+            if (act, article) not in found:
+                found.append((act, article))
     return found
 
 
@@ -130,6 +146,18 @@ def foreign_citations(answer: Answer) -> list[tuple[str, str]]:
     """Citations in the answer that point at no given fragment (the model made them up)."""
     given = {(f.act, f.article) for f in answer.fragments}
     return [c for c in answer.citations if c not in given]
+
+
+def answer_warnings(answer: Answer) -> list[str]:
+    """What the reader of an answer must be told (Polish, one line each): it cites provisions that no
+    given fragment holds (the model made them up), or a model's answer cites nothing at all."""
+    warnings = []
+    if foreign := foreign_citations(answer):
+        warnings.append("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "
+                        + ", ".join(cite(a, n) for a, n in foreign))
+    if answer.model is not None and not answer.refused and not answer.citations:
+        warnings.append("Uwaga: odpowiedź nie cytuje żadnego przepisu z podanych fragmentów: sprawdź ją w nich.")
+    return warnings
 
 
 def _is_refusal(text: str, citations: list[tuple[str, str]]) -> bool:
@@ -404,6 +432,11 @@ class Asked:
     currency_warning: str | None = None  # one Polish line when a cited act was amended since, or is not in force
     warnings: list[str] = field(default_factory=list)  # what made the search incomplete (search.vector_gap)
 
+    @property
+    def answer_warnings(self) -> list[str]:
+        """What is wrong with the answer's citations (:func:`answer_warnings`)."""
+        return answer_warnings(self.answer)
+
     def to_dict(self) -> dict:
         result = self.answer
         return {
@@ -416,7 +449,9 @@ class Asked:
             "cost_usd": result.cost_usd, "top_similarity": self.refusal.similarity,
             "threshold": self.refusal.min_similarity, "note": self.note, "refusal": self.refusal.to_dict(),
             "currency": {eli: c.to_dict() for eli, c in self.currency.items()},
-            "currency_warning": self.currency_warning, "warnings": self.warnings,
+            "foreign_citations": [{"citation": cite(a, n), "act": a, "article": n}
+                                  for a, n in foreign_citations(result)],
+            "currency_warning": self.currency_warning, "warnings": self.warnings + self.answer_warnings,
         }
 
 

@@ -444,10 +444,8 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
         click.echo(asked.currency_warning, err=True)
     for warning in asked.warnings:
         _warn(warning)
-    foreign = answering.foreign_citations(result)
-    if foreign:
-        click.echo("Uwaga: odpowiedź cytuje przepisy spoza podanych fragmentów: "
-                   + ", ".join(answering.cite(a, n) for a, n in foreign), err=True)
+    for warning in asked.answer_warnings:
+        click.echo(warning, err=True)
     tokens = ""
     if result.prompt_tokens is not None:
         tokens = f"; tokens {result.prompt_tokens} in / {result.completion_tokens} out"

@@ -147,6 +147,7 @@ class AnswerResult(TypedDict):
     refused: bool
     model: str | None
     citations: list[CitedArticle]
+    foreign_citations: list[CitedArticle]  # cited, but in no fragment given to the model: made up
     fragments: list[AnswerFragment]
     prompt_tokens: int | None
     completion_tokens: int | None

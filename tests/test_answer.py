@@ -250,6 +250,23 @@ def test_parse_citations_canonicalises_articles():
     assert parse_citations(text) == [(KP, "151^1"), (KP, "22^1c"), ("MP/2020/3", "5a")]
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("[DU/2025/277, art. 154, 155]", ["154", "155"]),
+    ("[DU/2025/277, art. 154 i 155]", ["154", "155"]),
+    ("[DU/2025/277, art. 154-155]", ["154", "155"]),  # a range: both ends
+    ("[DU/2025/277, art. 22¹, 22² oraz 29]", ["22^1", "22^2", "29"]),
+    ("[DU/2025/277 art. 154]", ["154"]),  # no comma
+    ("[DU/2025/277, Art. 154]", ["154"]),
+    ("[Dz.U. 2025 poz. 277, art. 154]", ["154"]),  # the journal form of the act id
+    ("[Dz. U. z 2025 r. poz. 277, art. 151¹ § 2]", ["151^1"]),
+    ("[DU/2025/277, art. 154 § 1 pkt 2]", ["154"]),  # § and pkt are not articles
+    ("DU/2025/277, art. 154 - 26 dni urlopu", ["154"]),  # a number that is not followed like an article
+    ("[DU/2025/277, art. 154, § 2]", ["154"]),
+])
+def test_parse_citations_reads_the_forms_models_write(text, expected):
+    assert parse_citations(text) == [(KP, a) for a in expected]
+
+
 def test_split_units_keeps_list_lead_ins():
     units = split_units(ART_154)
     assert units[:2] == [

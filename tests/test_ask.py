@@ -86,6 +86,27 @@ def test_json_answer(corpus):
     assert out["top_similarity"] >= out["threshold"]
 
 
+def test_made_up_and_missing_citations_are_warnings_in_json_and_on_stderr(corpus):
+    made_up = "Przysługują 4 dni [DU/2025/277, art. 167^2, 999] oraz [Dz.U. 2020 poz. 1, art. 5]."
+    with ChatStandIn(made_up) as server:
+        as_json = run_cli("ask", QUESTION, "--json", env=model_env(corpus, server))
+        printed = run_cli("ask", QUESTION, env=model_env(corpus, server))
+    assert as_json.returncode == 0 and printed.returncode == 0, as_json.stderr + printed.stderr
+    out = json.loads(as_json.stdout)
+    assert [c["citation"] for c in out["foreign_citations"]] == ["[DU/2025/277, art. 999]", "[DU/2020/1, art. 5]"]
+    (warning,) = [w for w in out["warnings"] if "spoza podanych fragmentów" in w]
+    assert "[DU/2025/277, art. 999]" in warning and "[DU/2020/1, art. 5]" in warning
+    assert "167^2" not in warning  # a fragment's article is not foreign
+    assert warning in printed.stderr
+    with ChatStandIn("Przysługują Ci 4 dni urlopu na żądanie.") as server:
+        uncited = json.loads(run_cli("ask", QUESTION, "--json", env=model_env(corpus, server)).stdout)
+    assert uncited["citations"] == [] and uncited["foreign_citations"] == [] and uncited["refused"] is False
+    assert any("nie cytuje żadnego przepisu" in w for w in uncited["warnings"])
+    with ChatStandIn(REPLY) as server:  # a well-cited answer: no warning
+        clean = json.loads(run_cli("ask", QUESTION, "--json", env=model_env(corpus, server)).stdout)
+    assert clean["foreign_citations"] == [] and not any(w.startswith("Uwaga") for w in clean["warnings"])
+
+
 @pytest.mark.parametrize(
     "stand_in, flags, words",
     [
