@@ -7,6 +7,7 @@ only and cites them as ``[DU/2025/277, art. 154]``. Without a model, the offline
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -260,6 +261,21 @@ def _client(config: ChatConfig):
     )
 
 
+def probe(config: ChatConfig, timeout: float = 5.0) -> str | None:
+    """Whether the answer server answers at all (None), or why not (one line): lists its models, which
+    costs no tokens. A server that has no model list (a 404 or 405, say) still answered."""
+    import openai
+
+    try:
+        _client(dataclasses.replace(config, timeout=timeout, max_retries=0)).models.list()
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 402, 403):
+            return str(_explain(exc, config))
+    except Exception as exc:
+        return str(_explain(exc, config))
+    return None
+
+
 def _create(config: ChatConfig, messages: list[dict], **kwargs):
     client = _client(config)
     extra_body = {}
@@ -280,7 +296,9 @@ def _explain(exc: Exception, config: ChatConfig) -> Exception:
 
     server = config.server_name()
     if isinstance(exc, openai.APITimeoutError):
-        msg = f"no answer from {config.base_url} within {config.timeout:g} s: retry, or raise ANSWER_TIMEOUT"
+        tries = config.max_retries + 1
+        msg = (f"no answer from {config.base_url} within {config.timeout:g} s"
+               + (f" (each of {tries} tries)" if tries > 1 else "") + ": retry, or raise ANSWER_TIMEOUT")
     elif isinstance(exc, openai.APIConnectionError):
         msg = f"cannot connect to {config.base_url}: check ANSWER_BASE_URL, the network, and that the server is running"
     elif isinstance(exc, openai.APIStatusError):
@@ -371,15 +389,17 @@ def generate(
                 parts.append(response.choices[0].message.content or "")
                 if on_token and parts[0]:
                     on_token(parts[0])
-    except AnswerError:
-        raise
     except Exception as exc:
-        raise _explain(exc, config) from None
+        error = exc if isinstance(exc, AnswerError) else _explain(exc, config)
+        if parts:  # the stream broke off: what arrived (and was printed) is not the whole answer
+            raise AnswerError(f"the answer was cut off after {len(''.join(parts))} characters: {error}") from None
+        raise error from None
 
     text = "".join(parts).strip()
     if not text:
         raise AnswerError(
-            f"{config.server_name()} returned an empty answer (finish_reason={finish}): retry, or choose another ANSWER_MODEL"
+            f"{config.server_name()} returned an empty answer (finish_reason={finish}; or a reply that is not "
+            "OpenAI-compatible JSON): retry, or choose another ANSWER_MODEL"
         )
     citations = parse_citations(text)
     return Answer(

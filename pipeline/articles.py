@@ -35,8 +35,9 @@ def require_acts(conn: psycopg.Connection, acts: list[str]) -> list[str]:
 
 def require_date(as_of: object) -> None:
     """A library caller's ``as_of`` is a date or None (a string such as "2025-13-01" would reach SQL)."""
-    if as_of is not None and not isinstance(as_of, dt.date):
-        raise UsageError("as_of must be a date (datetime.date), e.g. 2025-10-01")
+    # A datetime is a date subclass, but SQL would see a timestamp (and the law has no time of day).
+    if as_of is not None and (not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime)):
+        raise UsageError("as_of must be a date (datetime.date, not a datetime), e.g. 2025-10-01")
 
 
 def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
@@ -62,7 +63,8 @@ def canonical_article(text: str) -> str:
     s = s.rstrip(".").replace(" ", "")
     s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
     if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
-        raise ArticleNotFound(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
+        # Malformed, like a malformed act id: the call is wrong (HTTP 400), not the article missing (404).
+        raise UsageError(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
     return s.lower()
 
 

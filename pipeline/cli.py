@@ -423,13 +423,24 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     from . import answer as answering
 
     streaming = not as_json and not no_stream
-    asked = answering.ask(
-        question, k=k, acts=acts, as_of=as_of.date() if as_of else None, include_repealed=include_repealed,
-        rewrite=rewrite, offline=offline, stream=not no_stream,
-        on_rewrite=None if as_json else lambda q: click.echo(f"Przeformułowane pytanie: {q}", err=True),
-        on_fragments=None if as_json else _print_fragments,
-        on_token=(lambda piece: click.echo(piece, nl=False)) if streaming else None,
-    )
+    printed: list[str] = []
+
+    def print_token(piece: str) -> None:
+        printed.append(piece)
+        click.echo(piece, nl=False)
+
+    try:
+        asked = answering.ask(
+            question, k=k, acts=acts, as_of=as_of.date() if as_of else None, include_repealed=include_repealed,
+            rewrite=rewrite, offline=offline, stream=not no_stream,
+            on_rewrite=None if as_json else lambda q: click.echo(f"Przeformułowane pytanie: {q}", err=True),
+            on_fragments=None if as_json else _print_fragments,
+            on_token=print_token if streaming else None,
+        )
+    except Exception:
+        if printed:  # end the half-printed answer's line, so that the error starts on its own
+            click.echo()
+        raise
     if as_json:
         _emit_json(asked.to_dict())
         return
@@ -512,7 +523,9 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
     click.echo(f"{'mode':<8} " + " ".join(f"{'R@' + str(c):>6}" for c in cuts) + f" {'MRR':>6}")
     for md in modes:
         r = m[md]
-        click.echo(f"{md:<8} " + " ".join(f"{r[f'recall@{c}']:>6.2f}" for c in cuts) + f" {r['mrr']:>6.3f}")
+        figure = lambda x, spec: f"{'-':>6}" if x is None else format(x, spec)  # noqa: E731 (none scored)
+        click.echo(f"{md:<8} " + " ".join(figure(r[f'recall@{c}'], '>6.2f') for c in cuts)
+                   + f" {figure(r['mrr'], '>6.3f')}")
     if m["refusal_rate_unanswerable"] is not None or m["false_refusal_rate"] is not None:
         unanswerable = m["refusal_rate_unanswerable"]
         click.echo(f"refused unanswerable: {'-' if unanswerable is None else f'{unanswerable:.0%}'}; "

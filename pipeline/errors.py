@@ -40,7 +40,7 @@ class AnswerError(PipelineError, RuntimeError):
 
 
 class ArticleNotFound(PipelineError, LookupError):
-    """No such article (or act, or version) is stored, or the text is not an article number."""
+    """No such article (or act, or version) is stored (a malformed article number is a UsageError)."""
 
 
 class EvalError(PipelineError, ValueError):

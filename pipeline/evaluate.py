@@ -45,6 +45,7 @@ def load_questions(path: Path) -> list[Question]:
     except OSError as exc:
         raise EvalError(f"cannot read {path}: {exc.strerror}") from exc
     questions = []
+    seen: dict[str, int] = {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -56,8 +57,19 @@ def load_questions(path: Path) -> list[Question]:
             q = Question(str(row.get("id", f"line-{n}")), str(row["question"]), expect, bool(row.get("answerable", bool(expect))))
         except (ValueError, KeyError, TypeError, LookupError) as exc:
             raise EvalError(f"{path.name}:{n}: not a question record ({type(exc).__name__}: {exc})") from exc
+        # Each of these would silently change what the figures mean.
+        if not q.question.strip():
+            raise EvalError(f"{path.name}:{n}: the question is empty")
+        if "answerable" not in row and "expect" not in row:
+            raise EvalError(f"{path.name}:{n}: neither expect nor answerable: give the expected articles, "
+                            'or "answerable": false for a question the documents cannot answer')
         if q.answerable and not q.expect:
             raise EvalError(f"{path.name}:{n}: answerable question with no expected article")
+        if not q.answerable and q.expect:
+            raise EvalError(f"{path.name}:{n}: an unanswerable question with expected articles")
+        if q.id in seen:
+            raise EvalError(f"{path.name}:{n}: id {q.id!r} is used on line {seen[q.id]} too")
+        seen[q.id] = n
         questions.append(q)
     if not questions:
         raise EvalError(f"{path} holds no questions")
@@ -111,6 +123,12 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     a mode. ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
     modes = modes or available_modes(conn, embedder)
     ingested = {r[0] for r in conn.execute("SELECT eli FROM current_versions")}
+    # A gold article its (ingested) act does not have is a typo in the file: it could never be found.
+    stored = {(a, n) for a, n in conn.execute(
+        "SELECT v.eli, a.article FROM current_versions v JOIN articles a USING (version_id) "
+        "WHERE v.eli = ANY(%s)", (sorted({a for q in questions for a, _ in q.expect}),))}
+    missing = [f"{q.id}: {a} has no art. {n}" for q in questions for a, n in q.expect
+               if a in ingested and (a, n) not in stored]
     # Without vectors (a text-only evaluation) there is no refusal to report.
     vectors = conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
                            (embedder.name,)).fetchone()[0]
@@ -134,7 +152,7 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
     gaps = search_gaps(conn, embedder) if vectors and set(modes) != {"text"} else []
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
-            "modes": list(modes), "settings": search_options, "warnings": gaps,
+            "modes": list(modes), "settings": search_options, "warnings": missing + gaps,
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 
@@ -145,9 +163,9 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...], k: int = 10) 
                  "unanswerable": sum(1 for r in results if not r.answerable)}
     for mode in modes:
         ranks = [r.ranks.get(mode) for r in scored]
-        n = len(ranks) or 1
-        out[mode] = {f"recall@{c}": sum(1 for x in ranks if x and x <= c) / n for c in recall_ks(k)}
-        out[mode]["mrr"] = sum(1 / x for x in ranks if x) / n
+        n = len(ranks)  # none scored: no figure (None), not 0
+        out[mode] = {f"recall@{c}": sum(1 for x in ranks if x and x <= c) / n if n else None for c in recall_ks(k)}
+        out[mode]["mrr"] = sum(1 / x for x in ranks if x) / n if n else None
     unanswerable = [r for r in results if not r.answerable]
     judged = any(r.refused is not None for r in results)
     out["refusal_rate_unanswerable"] = (sum(1 for r in unanswerable if r.refused) / len(unanswerable)) \

@@ -118,6 +118,10 @@ def search(
     # never a database error that a service could not tell from a fault.
     if mode not in MODES:
         raise UsageError(f"mode must be one of {', '.join(MODES)}")
+    if not isinstance(query, str):
+        raise UsageError(f"the question must be a string, not {type(query).__name__}")
+    if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
+        raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
     if not query.strip():
         raise UsageError("the question is empty")
     if "\x00" in query:

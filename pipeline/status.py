@@ -80,7 +80,7 @@ def _data_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     acts, versions = conn.execute("SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM act_versions)").fetchone()
     if not versions:
         return ("data", "warn", f"no text stored ({acts} act records)", "run: pipeline ingest --act DU/2025/277")
-    return ("data", "ok", f"{versions} texts of {acts} acts", "")
+    return ("data", "ok", f"{versions} text{'' if versions == 1 else 's'} of {acts} act{'' if acts == 1 else 's'}", "")
 
 
 def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
@@ -214,11 +214,14 @@ def doctor() -> list[dict[str, str]]:
     except EmbedderError as exc:
         add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
 
-    from .answer import ChatConfig
+    from .answer import ChatConfig, probe
 
     config = ChatConfig.from_env()
     if config.configured:
-        add("answer model", "ok", config.describe())
+        # Reached, not only configured: a dead server would otherwise pass until the first `ask`.
+        problem = probe(config)
+        add("answer model", "fail" if problem else "ok", config.describe() + (f": {problem}" if problem else ""),
+            "check ANSWER_BASE_URL / the key, and that the server runs" if problem else "")
     else:
         add("answer model", "warn", config.describe() + "; `ask` answers offline with cited sentences",
             "set OPENROUTER_API_KEY (or ANSWER_BASE_URL for a local OpenAI-compatible server)")

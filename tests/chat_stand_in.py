@@ -35,6 +35,8 @@ class ChatStandIn:
     cost: if set, ``usage.cost`` is reported (as OpenRouter does).
     fail: ``(status, message)`` makes every request fail with an OpenAI-style error body.
     delay: seconds to wait before answering (to provoke client timeouts).
+    stall_after: stream this many pieces of the answer, then send nothing more for ``delay`` seconds
+        (a stream that breaks off midway).
     api_key: if set, requests without ``Authorization: Bearer <api_key>`` get 401,
         whose message echoes the key sent (as careless servers do).
     """
@@ -49,6 +51,7 @@ class ChatStandIn:
         delay: float = 0.0,
         api_key: str | None = None,
         chunk_chars: int = 7,
+        stall_after: int | None = None,
     ) -> None:
         self.reply = reply
         self.model = model
@@ -57,6 +60,7 @@ class ChatStandIn:
         self.delay = delay
         self.api_key = api_key
         self.chunk_chars = chunk_chars
+        self.stall_after = stall_after
         self.requests: list[Recorded] = []
         self.usage: dict | None = None  # the usage of the last answer
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -100,7 +104,7 @@ class ChatStandIn:
                 stand_in.requests.append(
                     Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
-                if stand_in.delay:
+                if stand_in.delay and stand_in.stall_after is None:
                     time.sleep(stand_in.delay)
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     return self._error(404, f"no route {self.path}")
@@ -174,7 +178,10 @@ class ChatStandIn:
 
                 send(chunk({"role": "assistant", "content": ""}))
                 step = stand_in.chunk_chars
-                for i in range(0, len(text), step):
+                for n, i in enumerate(range(0, len(text), step)):
+                    if n == stand_in.stall_after:
+                        time.sleep(stand_in.delay)
+                        return
                     send(chunk({"content": text[i : i + step]}))
                 send(chunk({}, "stop"))
                 if (body.get("stream_options") or {}).get("include_usage"):

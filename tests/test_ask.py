@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 from conftest import run_cli
@@ -105,6 +106,29 @@ def test_made_up_and_missing_citations_are_warnings_in_json_and_on_stderr(corpus
     with ChatStandIn(REPLY) as server:  # a well-cited answer: no warning
         clean = json.loads(run_cli("ask", QUESTION, "--json", env=model_env(corpus, server)).stdout)
     assert clean["foreign_citations"] == [] and not any(w.startswith("Uwaga") for w in clean["warnings"])
+
+
+def test_doctor_reaches_the_answer_model(corpus):
+    with ChatStandIn(REPLY) as server:  # it has no model list (GET is not served): it answered, so ok
+        up = run_cli("doctor", "--json", env=model_env(corpus, server))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    down = run_cli("doctor", "--json", env={**corpus, "ANSWER_BASE_URL": f"http://127.0.0.1:{closed}/v1"})
+    check = lambda done: next(c for c in json.loads(done.stdout) if c["name"] == "answer model")  # noqa: E731
+    assert check(up)["status"] == "ok", up.stdout
+    assert down.returncode == 1 and check(down)["status"] == "fail"
+    assert f"cannot connect to http://127.0.0.1:{closed}/v1" in check(down)["detail"]
+
+
+def test_a_stream_that_breaks_off_is_an_error_on_its_own_line(corpus):
+    with ChatStandIn(REPLY, chunk_chars=5, stall_after=3, delay=5) as server:
+        result = run_cli("ask", QUESTION, env=model_env(corpus, server, ANSWER_TIMEOUT="1"))
+    assert result.returncode == 1
+    assert result.stdout == REPLY[:15] + "\n"  # what arrived, then the line ended
+    (error,) = [ln for ln in result.stderr.splitlines() if ln.startswith("Error:")]
+    assert error.startswith("Error: the answer was cut off after 15 characters: no answer from"), error
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

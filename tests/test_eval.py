@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,13 @@ def test_human_table_lists_every_question(stand_in_corpus_url, embedding_stand_i
         ('{"id": "a", "question": "x", "answerable": true}\n',
          "bad.jsonl:1: answerable question with no expected article"),
         ('["just", "a", "list"]\n', "bad.jsonl:1: not a question record"),
+        # Each of these used to be scored silently, changing what the figures mean.
+        ('{"id": "a", "question": "Ile dni urlopu?"}\n', "bad.jsonl:1: neither expect nor answerable"),
+        ('{"id": "a", "question": "x", "answerable": false, "expect": [{"act": "DU/2025/277", "art": "154"}]}\n',
+         "bad.jsonl:1: an unanswerable question with expected articles"),
+        ('{"id": "a", "question": "x", "answerable": false}\n{"id": "a", "question": "y", "answerable": false}\n',
+         "bad.jsonl:2: id 'a' is used on line 1 too"),
+        ('{"id": "a", "question": "  ", "answerable": false}\n', "bad.jsonl:1: the question is empty"),
     ],
 )
 def test_malformed_file_is_a_usage_error(tmp_path, scratch_url, content, message):
@@ -161,3 +169,23 @@ def test_missing_file_is_an_error(tmp_path, scratch_url):
     result = run_cli("eval", str(tmp_path / "nope.jsonl"), env={"DATABASE_URL": scratch_url})
     assert result.returncode == 2
     assert "nope.jsonl" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_gold_article_its_act_lacks_is_a_warning_and_no_figure_without_scored_questions(
+        tmp_path, stand_in_corpus_url, embedding_stand_in):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "q1", "question": "Ile dni urlopu?", "expect": [{"act": "DU/2025/277", "art": "99999"}]}\n'
+        '{"id": "q2", "question": "Ile kosztuje paszport?", "answerable": false}\n', encoding="utf-8")
+    env = {"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()}
+    report = json.loads(run_cli("eval", str(questions), "--json", "--mode", "text", env=env).stdout)
+    assert "q1: DU/2025/277 has no art. 99999" in report["warnings"]
+    only_unanswerable = tmp_path / "u.jsonl"
+    only_unanswerable.write_text('{"id": "u1", "question": "Ile kosztuje paszport?", "answerable": false}\n',
+                                 encoding="utf-8")
+    done = run_cli("eval", str(only_unanswerable), "--json", "--mode", "text", env=env)
+    text = run_cli("eval", str(only_unanswerable), "--mode", "text", env=env)
+    assert done.returncode == 0 and text.returncode == 0, done.stderr + text.stderr
+    figures = json.loads(done.stdout)["metrics"]["text"]
+    assert figures["mrr"] is None and all(v is None for v in figures.values())  # no question scored: no figure
+    assert re.search(r"^text\s+-\s+-\s+-\s+-$", text.stdout, re.MULTILINE), text.stdout

@@ -63,6 +63,19 @@ def test_reads_keep_the_callers_open_transaction_and_its_work(service_conn):
     service_conn.commit()
 
 
+def test_bad_arguments_of_a_search_are_usage_errors(service_conn):
+    for call, message in [
+        (lambda: search.search(service_conn, None, None, mode="text"), "the question must be a string"),
+        (lambda: search.search(service_conn, "urlop", None, mode="text", acts="DU/2025/277"), "acts must be a list"),
+        (lambda: search.search(service_conn, "urlop", None, mode="text", as_of=dt.datetime(2025, 6, 1, 12)),
+         "not a datetime"),
+        (lambda: articles.get_article(service_conn, "DU/2025/277", "abc!"), "is not an article number"),
+    ]:
+        with pytest.raises(UsageError, match=message):
+            call()
+    assert service_conn.info.transaction_status == IDLE
+
+
 def test_article_lookups_check_their_date_too(service_conn):
     for bad in ("2025-07-01", "2025-13-01"):
         with pytest.raises(UsageError, match="as_of must be a date"):

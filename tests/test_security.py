@@ -115,11 +115,13 @@ def test_hostile_act_ids_and_options_are_refused_in_one_line(args: list[str], co
 def test_hostile_article_numbers_are_one_line_errors(article: str, url: str, env: dict) -> None:
     before = snapshot(url)
     done = run_cli("show", ACT, article, env=env, timeout=120)
-    assert done.returncode == 1 and done.stdout == ""
     error = one_error(done.stderr)
     assert "unexpected" not in error and "PIPELINE_DEBUG" not in error, error
-    assert error in (f"Error: {article!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)",
-                     f"Error: {ACT} has no art. {article} in the selected text")
+    # Malformed: a usage error (exit 2); well-formed but not stored: not found (exit 1).
+    assert (done.returncode, error) in (
+        (2, f"Error: {article!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)"),
+        (1, f"Error: {ACT} has no art. {article} in the selected text")), (done.returncode, error)
+    assert done.stdout == ""
     assert snapshot(url) == before
 
 
@@ -151,13 +153,16 @@ def test_doctor_masks_the_answer_key_in_text_and_json(url: str, env: dict) -> No
     keyed = {**env, "OPENROUTER_API_KEY": SECRET}
     text = run_cli("doctor", env=keyed, timeout=120)
     as_json = run_cli("doctor", "--json", env=keyed, timeout=120)
-    for done in (text, as_json):
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert SECRET not in done.stdout + done.stderr
-    assert "[ok  ] answer model: model openai/gpt-4o-mini at https://openrouter.ai/api/v1, OPENROUTER_API_KEY=***" \
-        in text.stdout.splitlines()
     answer = {c["name"]: c for c in json.loads(as_json.stdout)}["answer model"]
-    assert answer["status"] == "ok" and "OPENROUTER_API_KEY=***" in answer["detail"]
+    # doctor calls OpenRouter: without internet (CI) it fails, and the failure must not show the key either.
+    status = answer["status"]
+    assert status in ("ok", "fail")
+    for done in (text, as_json):
+        assert done.returncode == (0 if status == "ok" else 1), done.stdout + done.stderr
+        assert SECRET not in done.stdout + done.stderr
+    line = f"[{'ok  ' if status == 'ok' else 'FAIL'}] answer model: model openai/gpt-4o-mini at https://openrouter.ai/api/v1, OPENROUTER_API_KEY=***"
+    assert any(ln.startswith(line) for ln in text.stdout.splitlines()), text.stdout
+    assert answer["detail"].startswith("model openai/gpt-4o-mini at https://openrouter.ai/api/v1, OPENROUTER_API_KEY=***")
 
 
 def test_embedding_key_is_not_shown_by_status_or_doctor(url: str) -> None:
