@@ -374,7 +374,10 @@ def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any,
     hits = search.run(query, k=k, mode=mode, acts=acts, as_of=as_of.date() if as_of else None,
                       include_repealed=include_repealed, on_warning=_warn)
     if as_json:
-        _emit_json([h.to_dict() for h in hits])
+        from .answer import cite
+
+        # rank and citation as the MCP tool gives them; warnings stay on stderr (the output is the list)
+        _emit_json([{"rank": i, "citation": cite(h.act, h.article), **h.to_dict()} for i, h in enumerate(hits, 1)])
         return
     if not hits:
         click.echo("No matching articles.", err=True)

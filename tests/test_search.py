@@ -356,6 +356,14 @@ def test_injection_in_the_question_is_just_text(vconn, versions, question):
     assert _table_counts(vconn) == before
 
 
+def test_search_json_hits_carry_rank_and_citation(versions):
+    result = run_cli("search", "prawa pacjenta", "--mode", "text", "--json", env={"DATABASE_URL": versions[0]})
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert hits and [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert all(h["citation"] == f"[{h['act']}, art. {h['article']}]" for h in hits)
+
+
 def test_injection_in_an_act_id_matches_nothing_in_sql(corpus):
     rows = corpus.execute(SEARCH_SQL, ("urlop", None, None, 5, [INJECTED_ACT], None, False, "text")).fetchall()
     corpus.rollback()
