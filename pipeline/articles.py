@@ -99,7 +99,12 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         (version_id, number),
     ).fetchone()
     if not row:
-        raise ArticleNotFound(f"{eli} has no art. {number} in the selected text")
+        # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.
+        alike = [r[0] for r in conn.execute(
+            "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
+            "AND article LIKE '%%^%%' ORDER BY ordinal", (version_id, number))]
+        hint = f" (did you mean art. {' or art. '.join(alike)}?)" if alike else ""
+        raise ArticleNotFound(f"{eli} has no art. {number} in the selected text{hint}")
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row

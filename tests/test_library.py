@@ -20,7 +20,7 @@ from psycopg.pq import TransactionStatus
 
 import pipeline
 from pipeline import articles, ingest, search
-from pipeline.errors import PipelineError, UsageError
+from pipeline.errors import ArticleNotFound, PipelineError, UsageError
 
 IDLE, INTRANS = TransactionStatus.IDLE, TransactionStatus.INTRANS
 QUESTION = "Ile dni urlopu wypoczynkowego przysługuje po 10 latach pracy?"
@@ -73,6 +73,9 @@ def test_bad_arguments_of_a_search_are_usage_errors(service_conn):
     ]:
         with pytest.raises(UsageError, match=message):
             call()
+    # A superscript copied from a PDF as a trailing digit: not found, with the article meant.
+    with pytest.raises(ArticleNotFound, match=r"has no art\. 1511 in the selected text \(did you mean art\. 151\^1\?\)"):
+        articles.get_article(service_conn, "DU/2025/277", "1511")
     assert service_conn.info.transaction_status == IDLE
 
 
