@@ -390,7 +390,7 @@ def generate(
                 if on_token and parts[0]:
                     on_token(parts[0])
     except Exception as exc:
-        error = exc if isinstance(exc, AnswerError) else _explain(exc, config)
+        error = _explain(exc, config)  # an AnswerError passes through as it is
         if parts:  # the stream broke off: what arrived (and was printed) is not the whole answer
             raise AnswerError(f"the answer was cut off after {len(''.join(parts))} characters: {error}") from None
         raise error from None

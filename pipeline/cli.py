@@ -524,9 +524,9 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
     cuts = evaluate.recall_ks(k)
     modes = tuple(report["modes"])
     click.echo(f"{'mode':<8} " + " ".join(f"{'R@' + str(c):>6}" for c in cuts) + f" {'MRR':>6}")
+    figure = lambda x, spec: f"{'-':>6}" if x is None else format(x, spec)  # noqa: E731 (None: none scored)
     for md in modes:
         r = m[md]
-        figure = lambda x, spec: f"{'-':>6}" if x is None else format(x, spec)  # noqa: E731 (none scored)
         click.echo(f"{md:<8} " + " ".join(figure(r[f'recall@{c}'], '>6.2f') for c in cuts)
                    + f" {figure(r['mrr'], '>6.3f')}")
     if m["refusal_rate_unanswerable"] is not None or m["false_refusal_rate"] is not None:
