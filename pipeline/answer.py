@@ -115,12 +115,13 @@ def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | No
 _ARTICLE = rf"(\d+)(?:\s*\^\s*(\d+)|([{SUPERSCRIPTS}]+))?([a-z]{{0,3}})\b"
 _ARTICLE_RE = re.compile(_ARTICLE)
 # "[DU/2025/277, art. 154]" as the prompt asks, and what models write instead: no comma, "Art.", the
-# journal form "Dz.U. 2025 poz. 277", several articles ("art. 154, 155", "art. 154 i 155", a range
+# journal form "Dz.U. 2025 poz. 277", several articles ("art. 154, 155", "art. 154 i art. 155", a range
 # "art. 154-155": both ends). A § / ust. / pkt after the number ends the list.
 _CITATION = re.compile(
     rf"(?i)\b(?:((?:DU|MP)/\d{{4}}/\d+)|((?:dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?\d{{4}}\s*(?:r\.)?\s*"
     rf"(?:nr\s*\d+\s*,?\s*)?poz\.?\s*\d{{1,6}}))\s*,?\s*art\.\s*"
-    rf"({_ARTICLE}(?:\s*(?:,|\bi\b|\boraz\b|-|–)\s*{_ARTICLE}(?=\s*(?:[\]),;.]|\bi\b|\boraz\b|-|–|§|ust\.|pkt|$)))*)"
+    rf"({_ARTICLE}(?:\s*(?:,|\bi\b|\boraz\b|-|–)\s*(?:art\.\s*)?{_ARTICLE}"
+    rf"(?=\s*(?:[\]),;.]|\bi\b|\boraz\b|-|–|§|ust\.|pkt|$)))*)"
 )
 
 

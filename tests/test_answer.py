@@ -253,6 +253,7 @@ def test_parse_citations_canonicalises_articles():
 @pytest.mark.parametrize("text, expected", [
     ("[DU/2025/277, art. 154, 155]", ["154", "155"]),
     ("[DU/2025/277, art. 154 i 155]", ["154", "155"]),
+    ("[DU/2025/277, art. 154 i art. 155 § 1]", ["154", "155"]),
     ("[DU/2025/277, art. 154-155]", ["154", "155"]),  # a range: both ends
     ("[DU/2025/277, art. 22¹, 22² oraz 29]", ["22^1", "22^2", "29"]),
     ("[DU/2025/277 art. 154]", ["154"]),  # no comma
