@@ -102,6 +102,15 @@ def _condition_fit(unit: str, quantities: list[tuple[float, str]]) -> int:
     return fit
 
 
+def _fragment_units(fragment: Fragment) -> list[str]:
+    """The units of a fragment's wording in force; a later part of a long article begins with the
+    previous part's overlap, cut at a word, and its first unit says so ("… ")."""
+    units = split_units(_in_force(fragment.text))
+    if units and fragment.part > 1 and not (units[0][:1].isupper() or units[0].startswith("§")):
+        units[0] = "… " + units[0]
+    return units
+
+
 def extractive_answer(question: str, fragments: list[Fragment], max_sentences: int = 3) -> Answer:
     """Offline answer: the sentences of the best fragments that share most words with the question."""
     if not fragments:
@@ -110,7 +119,7 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
     scored: list[tuple[float, int, int, str, Fragment]] = []
     for rank, fragment in enumerate(fragments[:5]):
-        for position, unit in enumerate(split_units(_in_force(fragment.text))):
+        for position, unit in enumerate(_fragment_units(fragment)):
             overlap = len(wanted & _stems(unit))
             if overlap == 0:
                 continue
@@ -122,7 +131,7 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     if not chosen:
         # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
         best = fragments[0]
-        chosen = [(u, best) for u in split_units(_in_force(best.text))[:max_sentences]]
+        chosen = [(u, best) for u in _fragment_units(best)[:max_sentences]]
     lines = [EXTRACTIVE_NOTE, ""]
     citations: list[tuple[str, str]] = []
     later: list[str] = []

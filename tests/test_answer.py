@@ -321,6 +321,17 @@ def test_extractive_answer_picks_the_matching_point():
     assert "20 dni" in short.text.splitlines()[2]
 
 
+def test_extractive_answer_marks_a_later_part_that_begins_mid_sentence():
+    cut = Fragment(KP, "183", "obowiązku szkolnego, do 10 roku życia, ma prawo do urlopu na warunkach adopcyjnych. "
+                   "§ 4. Urlop przysługuje także pracownikowi.", KP_TITLE, part=2)
+    answer = extractive_answer("Czy przysługuje mi urlop na warunkach adopcyjnych?", [cut])
+    assert "- … obowiązku szkolnego, do 10 roku życia, ma prawo do urlopu na warunkach adopcyjnych." in answer.text
+    whole = dataclasses.replace(cut, part=1)  # the first part begins with its article: nothing cut
+    assert "- obowiązku szkolnego" in extractive_answer("urlop na warunkach adopcyjnych", [whole]).text
+    fallback = extractive_answer("zzz qqq", [cut], max_sentences=1)  # the no-overlap path marks it too
+    assert fallback.text.splitlines()[2].startswith("- … obowiązku szkolnego")
+
+
 def test_extractive_answer_without_overlap_shows_the_best_fragment():
     answer = extractive_answer("zzz qqq", FRAGMENTS, max_sentences=1)
     assert answer.text.splitlines()[2].startswith("- § 1. Wymiar urlopu wynosi: … 1) 20 dni")
