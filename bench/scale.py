@@ -932,6 +932,12 @@ def lat_summary(xs: list[float]) -> dict:
     return {"p50": pct(xs, 50), "p95": pct(xs, 95), "p99": pct(xs, 99), "n": len(xs)}
 
 
+def index_scans_off(conn) -> None:
+    """Exact search for the rest of the transaction: no index, bitmap or index-only scans."""
+    for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
+        conn.execute(f"SET LOCAL {setting} = off")
+
+
 class Variant:
     def __init__(self, name: str, mode: str, *, fetch_k: int | None = None, halfvec: bool = False,
                  exact: bool = False):
@@ -944,8 +950,7 @@ class Variant:
             if self.halfvec:  # the function reads its cast from embedding_models: switch, in this transaction only
                 conn.execute("UPDATE embedding_models SET index_type = 'halfvec' WHERE model = %s", (MODEL,))
             if self.exact:
-                for s in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
-                    conn.execute(f"SET LOCAL {s} = off")
+                index_scans_off(conn)
             t0 = time.perf_counter()
             rows = conn.execute(SEARCH, params).fetchall()
             secs = time.perf_counter() - t0
@@ -1288,8 +1293,7 @@ def exact_scan(conn, sql: str, params: list[dict]) -> list[list]:
     """(id, distance) of the exact top 10 per query, by sequential scan."""
     out = []
     with conn.transaction():
-        for setting in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
-            conn.execute(f"SET LOCAL {setting} = off")
+        index_scans_off(conn)
         for p in params:  # not prepared: a plan made with the index scans off must not be reused later
             out.append([list(r) for r in conn.execute(sql, p, prepare=False)])
     return out
@@ -1671,6 +1675,7 @@ def query_sparse_vectors(work: Path, texts: list[str]) -> list[str]:
 
 def sparse_arm(args, admin_url: str, n: int) -> dict | None:
     from pipeline import embed
+    from pipeline.db import sparsevec_literal
 
     conn = open_size_db(admin_url, n, "sparse-arm")
     if conn is None:
@@ -1708,9 +1713,8 @@ def sparse_arm(args, admin_url: str, n: int) -> dict | None:
                     if source is None:  # a repealed or otherwise unembedded source chunk
                         missing += 1
                         continue
-                    idx, val = vary_sparse(*source, pools_np[eli], rng)
-                    copy.write_row((sha, MODEL, "{" + ",".join(f"{i + 1}:{v!r}" for i, v in zip(idx.tolist(), val.tolist()))
-                                    + f"}}/{SPARSE_DIMENSIONS}"))
+                    copy.write_row((sha, MODEL, sparsevec_literal(vary_sparse(*source, pools_np[eli], rng),
+                                                                  SPARSE_DIMENSIONS)))
         load_s = time.perf_counter() - t0
         log(f"[sparse-arm {n}] loaded in {load_s:.0f} s ({missing:,} texts without a source vector); "
             f"HNSW sparsevec_ip_ops (the product's) ...")
@@ -1747,8 +1751,7 @@ def sparse_arm(args, admin_url: str, n: int) -> dict | None:
                   "sp": sparse[i] if with_sparse else None, "fk": fetch_k}
         with conn.transaction(force_rollback=True):
             if exact_scan:
-                for s in ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan"):
-                    conn.execute(f"SET LOCAL {s} = off")
+                index_scans_off(conn)
             t0 = time.perf_counter()
             rows = conn.execute(SEARCH_SPARSE, params).fetchall()
             return time.perf_counter() - t0, [r[0] for r in rows]
@@ -2007,30 +2010,35 @@ def measure(args, admin_url: str, n: int) -> dict | None:
     # tails (docs/scaling.md, revision 0008).
     timed = [v for v in variants if not v.exact]
     references = [v for v in variants if v.exact]
-    t_start, last = time.perf_counter(), time.perf_counter()
-    steps = len(texts) * (1 + bool(references or has_exact_text))
-    for step in range(steps):
-        i = step % len(texts)
-        text, vec = texts[i], vecs[i]
-        if step < len(texts):
-            for v in timed[i % len(timed):] + timed[:i % len(timed)]:
-                secs, ids = v.run(conn, text, vec)
-                lat[v.name].append(secs)
-                got[v.name].append(ids)
-        else:
-            for v in references:
-                secs, ids = v.run(conn, text, vec)
-                lat[v.name].append(secs)
-                got[v.name].append(ids)
-            if has_exact_text:
-                secs, ids = exact_text_topk(conn, text)
-                lat["text_search_exact"].append(secs)
-                text_truth.append(ids)
+    t_start = last = time.perf_counter()
+    steps, done = len(texts) * (2 if references or has_exact_text else 1), 0
+
+    def progress() -> None:
+        nonlocal done, last
+        done += 1
         now = time.perf_counter()
         if now - last >= args.progress_every:
             last = now
-            log(f"[measure {n}] {step + 1}/{steps} steps ({len(texts)} queries timed, then the exact references), "
-                f"{now - t_start:.0f} s, ETA {hms((now - t_start) / (step + 1) * (steps - step - 1))}")
+            log(f"[measure {n}] {done}/{steps} steps ({len(texts)} queries timed, then the exact references), "
+                f"{now - t_start:.0f} s, ETA {hms((now - t_start) / done * (steps - done))}")
+
+    def record(v: Variant, text: str, vec: np.ndarray) -> None:
+        secs, ids = v.run(conn, text, vec)
+        lat[v.name].append(secs)
+        got[v.name].append(ids)
+
+    for i, (text, vec) in enumerate(zip(texts, vecs)):
+        for v in timed[i % len(timed):] + timed[:i % len(timed)]:
+            record(v, text, vec)
+        progress()
+    for text, vec in zip(texts, vecs) if steps > len(texts) else ():
+        for v in references:
+            record(v, text, vec)
+        if has_exact_text:
+            secs, ids = exact_text_topk(conn, text)
+            lat["text_search_exact"].append(secs)
+            text_truth.append(ids)
+        progress()
     res["queries"] = len(texts)
     res["latency_ms"] = {name: lat_summary(xs) for name, xs in lat.items()}
     truth = got["exact vector (no index)"]
