@@ -527,8 +527,9 @@ def answer_question(
     """
     from .extractive import extractive_answer
     from .refusal import decide
-    from .search import checked_search, search_gaps
+    from .search import check_question, checked_search, search_gaps
 
+    check_question(question)  # before a rewrite sends it anywhere
     use_model = config.configured and not offline
     searched = question
     if rewrite:

@@ -62,7 +62,11 @@ class UsageError(PipelineError, ValueError):
         self.param = param
 
 
+MAX_ERROR_CHARS = 500  # a message quoting the caller's input (a 10 000-character article number) stays readable
+
+
 def one_line(exc: BaseException) -> str:
-    """The first line of an error's message, or its type's name when it has none."""
+    """The first line of an error's message (cut at MAX_ERROR_CHARS), or its type's name when it has none."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= MAX_ERROR_CHARS else line[:MAX_ERROR_CHARS - 1] + "…"

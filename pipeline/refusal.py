@@ -68,3 +68,13 @@ def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = N
                        sim, agree, floor)
     return Refusal(False, f"best similarity {sim:.3f} >= {floor:.3f}"
                           + ("; arms agree" if agree else ""), sim, agree, floor)
+
+
+def search_warning(hits: list[Hit], model: str | None) -> str | None:
+    """The line a hybrid search (`pipeline search`, MCP search_law) shows when `ask` would refuse these
+    hits: an agent or a reader then knows that the ranking holds nothing like an answer."""
+    verdict = decide(hits, model)
+    if not verdict.refused:
+        return None
+    return (f"none of these articles looks like an answer ({verdict.reason}); asked, pipeline would say "
+            "the documents do not hold one")

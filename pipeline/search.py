@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -17,6 +18,9 @@ from .errors import DatabaseError, UsageError
 MODES = ("hybrid", "vector", "text", "sparse")
 FUSIONS = ("rrf", "convex")
 MAX_K = 1000  # the most articles one search returns (search_chunks() checks the same)
+# A question, not a document: the embedding models read their first 512 tokens (~2 000 characters of
+# Polish), and tokenising 100k characters took the local model ~30 s before it cut them.
+MAX_QUESTION_CHARS = 5000
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,20 @@ def embedded_query(conn: psycopg.Connection, query: str) -> str:
     return f"{query} ({expansion})" if expansion else query
 
 
+def check_question(query: object) -> None:
+    """A UsageError unless ``query`` is a question to search: a string with something to read (not only
+    spaces or invisible characters such as a zero-width space), no NUL, at most MAX_QUESTION_CHARS."""
+    if not isinstance(query, str):
+        raise UsageError(f"the question must be a string, not {type(query).__name__}")
+    if not "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip():
+        raise UsageError("the question is empty")
+    if "\x00" in query:
+        raise UsageError("the question contains a NUL character")
+    if len(query) > MAX_QUESTION_CHARS:
+        raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
+                         "ask about one thing, in a few sentences")
+
+
 def search(
     conn: psycopg.Connection,
     query: str,
@@ -118,14 +136,9 @@ def search(
     # never a database error that a service could not tell from a fault.
     if mode not in MODES:
         raise UsageError(f"mode must be one of {', '.join(MODES)}")
-    if not isinstance(query, str):
-        raise UsageError(f"the question must be a string, not {type(query).__name__}")
+    check_question(query)
     if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
         raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
-    if not query.strip():
-        raise UsageError("the question is empty")
-    if "\x00" in query:
-        raise UsageError("the question contains a NUL character")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise UsageError(f"k must be a whole number from 1 to {MAX_K}")
     require_date(as_of)
@@ -158,20 +171,23 @@ def search(
             # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
             sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
         try:
-            hits = conn.cursor(row_factory=class_row(Hit)).execute(
-                """
-                SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
-                FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
-                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
-                """,
-                {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
-                 "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
-                 "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
-            ).fetchall()
+            with conn.transaction():  # a savepoint: after search_chunks' own error the database can be asked why
+                hits = conn.cursor(row_factory=class_row(Hit)).execute(
+                    """
+                    SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+                           vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
+                    FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+                                       %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
+                    """,
+                    {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
+                     "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
+                     "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
+                ).fetchall()
         except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
             message = exc.diag.message_primary or str(exc)
             if message.startswith("no embeddings for model"):  # a state of the data, not a wrong call
+                if not conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
+                    raise DatabaseError("no act is stored in this database yet: run pipeline ingest") from None
                 raise DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search "
                                     "with --mode text") from None
             if message.startswith("no sparse vectors for model"):
@@ -201,11 +217,10 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
         for gap in search_gaps(conn, embedder, mode, acts, as_of) if on_warning else ():
             on_warning(gap)
         if mode == "hybrid" and embedder is not None and on_warning:
-            from .refusal import decide  # the rule ask applies: hits this far off answer nothing
+            from .refusal import search_warning  # the rule ask applies: hits this far off answer nothing
 
-            if (verdict := decide(hits, embedder.name)).refused:
-                on_warning(f"none of these articles looks like an answer ({verdict.reason}); "
-                           "`pipeline ask` would say the documents do not hold one")
+            if warning := search_warning(hits, embedder.name):
+                on_warning(warning)
         return with_currency(conn, hits, as_of)
 
 

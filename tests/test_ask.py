@@ -174,7 +174,7 @@ def test_off_topic_question_is_refused_by_the_calibrated_threshold(corpus_url):
     found = run_cli("search", OFF_TOPIC, env={"DATABASE_URL": corpus_url})
     assert found.returncode == 0 and found.stdout.startswith(" 1. "), found.stderr
     assert "Warning: none of these articles looks like an answer (best similarity " in found.stderr
-    assert "`pipeline ask` would say the documents do not hold one" in found.stderr
+    assert "asked, pipeline would say the documents do not hold one" in found.stderr
     on_topic = run_cli("search", QUESTION, env={"DATABASE_URL": corpus_url})
     assert on_topic.returncode == 0 and "Warning" not in on_topic.stderr
 
