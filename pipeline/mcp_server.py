@@ -23,7 +23,9 @@ from typing_extensions import TypedDict
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 from . import __version__
 from .answer import ChatConfig, answer_question, cite
@@ -31,7 +33,7 @@ from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
 from .errors import ConfigError, DatabaseError, PipelineError, one_line
 from .refusal import search_warning
-from .search import MODES, search, search_gaps, with_currency
+from .search import MODES, check_question, search, search_gaps, with_currency
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +308,19 @@ class _Server(MCPServer):
                 raise ToolError(f"Error executing tool {name}: {_validation_line(exc.__cause__)}") from exc.__cause__
             raise
 
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # The SDK reports a prompt's argument errors as "Internal server error" with a traceback in the
+        # log; an invalid-params error of one line (the innermost reason) tells the client what to fix.
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except MCPError:
+            raise
+        except ValueError as exc:
+            reason: BaseException = exc
+            while reason.__cause__ is not None:
+                reason = reason.__cause__
+            raise MCPError(INVALID_PARAMS, f"prompt {name}: {one_line(reason)}") from None
+
 
 # --- the server --------------------------------------------------------------------------------------
 
@@ -468,6 +483,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
     def legal_question(
         question: Annotated[str, Field(description="Pytanie po polsku / the question, in Polish")],
     ) -> str:
+        check_question(question)  # the rule search_law applies: not empty, not a document
         return (
             "Odpowiedz na pytanie na podstawie polskich przepisów zapisanych w bazie.\n"
             "1. Wyszukaj artykuły narzędziem search_law (po polsku; w razie potrzeby kilkoma sformułowaniami).\n"

@@ -26,6 +26,7 @@ from ollama_stand_in import OllamaStandIn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 KP = "DU/2025/277"  # Kodeks pracy (consolidated text)
 PATIENT = "DU/2024/581"  # patient rights act
@@ -190,6 +191,9 @@ def test_bad_calls_are_one_line_errors_and_the_server_keeps_serving(mcp_url, oll
             with pytest.raises(MCPError) as missing:
                 await client.read_resource("law://acts/DU/1999/123/toc")
             results.append(str(missing.value))
+            with pytest.raises(MCPError) as empty:  # the prompt checks its question as search_law does
+                await client.get_prompt("pytanie_prawne", {"question": " "})
+            results.append(empty.value)
             assert not (await client.call_tool("list_acts", {})).is_error
         return results
 
@@ -197,7 +201,8 @@ def test_bad_calls_are_one_line_errors_and_the_server_keeps_serving(mcp_url, oll
     for (name, args, expected), result in zip(BAD_CALLS, results):
         line = error_line(result)
         assert expected in line and len(line) < 600, (name, args, line[:300])
-    assert "DU/1999/123 is not in the database" in results[-1]
+    assert "DU/1999/123 is not in the database" in results[-2]
+    assert results[-1].code == INVALID_PARAMS and results[-1].message == "prompt pytanie_prawne: the question is empty"
 
 
 def test_a_lost_database_connection_is_replaced(mcp_url, ollama):
