@@ -369,7 +369,8 @@ READS_STORED_LAW = ToolAnnotations(read_only_hint=True, destructive_hint=False, 
 
 
 def build_server(service: LawService, *, answer_config: ChatConfig | None = None) -> MCPServer:
-    """The MCP server over ``service``; the answer tool only when ``answer_config`` can reach a model."""
+    """The MCP server over ``service``; the answer tool only when ``answer_config`` names a model (whether it
+    answers is found on the first call, as for `pipeline ask`: `pipeline doctor` checks it beforehand)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> Any:
