@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 
@@ -157,8 +157,16 @@ def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | N
         return cur.rowcount
 
 
-def queued(conn: psycopg.Connection, model: str) -> int:
-    return conn.execute("SELECT count(*) FROM embedding_queue WHERE model = %s", (model,)).fetchone()[0]
+# A queue row's text belongs to one of the act versions %(versions)s (NULL: any): a chunk's or a piece's.
+_OF_VERSIONS = """(%(versions)s::bigint[] IS NULL OR q.content_sha256 IN (
+    SELECT t.content_sha256 FROM embedding_texts t JOIN chunks c ON c.chunk_id = t.chunk_id
+    WHERE c.version_id = ANY (%(versions)s)))"""
+
+
+def queued(conn: psycopg.Connection, model: str, versions: Sequence[int] | None = None) -> int:
+    """Texts waiting for ``model``: all, or those of the act ``versions``."""
+    return conn.execute(f"SELECT count(*) FROM embedding_queue q WHERE q.model = %(model)s AND {_OF_VERSIONS}",
+                        {"model": model, "versions": None if versions is None else list(versions)}).fetchone()[0]
 
 
 def drain(
@@ -168,9 +176,10 @@ def drain(
     batch_size: int = 32,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    versions: Sequence[int] | None = None,
 ) -> int:
-    """Embed queued texts for ``embedder`` until the queue is empty (or ``limit``); returns how many
-    texts got a vector (dense, sparse or both)."""
+    """Embed queued texts for ``embedder`` until the queue is empty (or ``limit``; only the texts of the
+    act ``versions``, when given); returns how many texts got a vector (dense, sparse or both)."""
     space = register(conn, embedder)
     head = sparse_head(embedder)
     done = 0
@@ -178,21 +187,22 @@ def drain(
         n = batch_size if limit is None else min(batch_size, limit - done)
         with conn.transaction():
             rows = conn.execute(
-                """
+                f"""
                 SELECT q.content_sha256,
                        (SELECT t.embed_text FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256 LIMIT 1),
                        NOT EXISTS (SELECT 1 FROM embeddings e
                                    WHERE e.content_sha256 = q.content_sha256 AND e.model = q.model),
-                       %s AND EXISTS (SELECT 1 FROM chunks c WHERE c.content_sha256 = q.content_sha256)
+                       %(sparse)s AND EXISTS (SELECT 1 FROM chunks c WHERE c.content_sha256 = q.content_sha256)
                           AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s
                                           WHERE s.content_sha256 = q.content_sha256 AND s.model = q.model)
                 FROM embedding_queue q
-                WHERE q.model = %s
+                WHERE q.model = %(model)s AND {_OF_VERSIONS}
                 ORDER BY q.enqueued_at, q.content_sha256
-                LIMIT %s
+                LIMIT %(n)s
                 FOR UPDATE SKIP LOCKED
                 """,
-                (head is not None, space.model, n),
+                {"sparse": head is not None, "model": space.model, "n": n,
+                 "versions": None if versions is None else list(versions)},
             ).fetchall()
             if not rows:
                 break
@@ -253,13 +263,15 @@ def record_failure(conn: psycopg.Connection, model: str, error: str) -> None:
 
 
 def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int | None = None,
-                limit: int | None = None, progress: ProgressFactory | None = None) -> int:
-    """Embed what waits in the queue for ``embedder`` (at most ``limit`` texts); returns how many.
+                limit: int | None = None, progress: ProgressFactory | None = None,
+                versions: Sequence[int] | None = None) -> int:
+    """Embed what waits in the queue for ``embedder`` (at most ``limit`` texts; only those of the act
+    ``versions``, when given); returns how many.
 
     A failing embedder is noted on the queue (``record_failure``) before its error propagates.
     """
     register(conn, embedder)
-    total = queued(conn, embedder.name)
+    total = queued(conn, embedder.name, versions)
     conn.commit()
     if total == 0:
         return 0
@@ -269,7 +281,7 @@ def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int
     shown = progress(total, embedder.name) if progress else contextlib.nullcontext(None)
     with shown as advance:
         try:
-            return drain(conn, embedder, batch_size=size, limit=limit, progress=advance)
+            return drain(conn, embedder, batch_size=size, limit=limit, progress=advance, versions=versions)
         except EmbedderError as exc:
             conn.rollback()
             record_failure(conn, embedder.name, str(exc))

@@ -19,7 +19,7 @@ from . import store
 from .errors import IngestError, UsageError, one_line
 from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
 from .config import settings
-from .embed import ProgressFactory, drain_queue
+from .embed import ProgressFactory, drain_queue, queued
 from .embedders import configured_model, embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act, has_text
 from .parse import ParsedAct, ParseError, looks_like_pdf
@@ -239,6 +239,7 @@ class IngestReport:
     """The results of one ingest call, act by act, with the embeddings computed after them."""
 
     acts: list[IngestResult]
+    waiting: int = 0  # texts of other acts still queued for the model (`pipeline embed`)
 
     @property
     def failed(self) -> int:
@@ -262,7 +263,7 @@ class IngestReport:
 
     def to_dict(self) -> dict:
         return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "skipped": self.skipped,
-                "embedded": self.embedded}
+                "embedded": self.embedded, "waiting": self.waiting}
 
 
 def expand_paths(paths: Sequence[Path]) -> list[Path]:
@@ -372,14 +373,23 @@ def run(
             results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
             if on_result:
                 on_result(results[-1])
-        if embedder is not None:  # also finishes work an earlier, interrupted run left in the queue
-            embedded = drain_queue(conn, embedder, progress=embed_progress)
-            # Attribute the work to the acts that queued it, in order (the queue is shared).
-            for r in results:
-                r.embedded, embedded = min(r.queued, embedded), max(0, embedded - r.queued)
+        waiting = 0
+        if embedder is not None:
+            # The texts of the versions this run stored or found stored (so a rerun finishes what an
+            # interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is
+            # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
+            versions = {i: v for i, r in enumerate(results) if (v := _version_id(conn, r)) is not None}
+            pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
+            embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
+            # Attribute the work to the acts whose texts waited, in order (versions can share texts).
+            for i, r in enumerate(results):
+                r.embedded = min(pending.get(i, 0), embedded)
+                embedded -= r.embedded
+            waiting = queued(conn, embedder.name)
+            conn.rollback()
     finally:
         conn.close()
     for r in skipped:
         if on_result:
             on_result(r)
-    return IngestReport(results + skipped)
+    return IngestReport(results + skipped, waiting)

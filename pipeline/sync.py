@@ -322,8 +322,12 @@ def run(
             report = sync(url, client=client, model=embedder.name if embedder else configured_model(),
                           archive_dir=archive_dir or cfg.archive_dir, max_chars=cfg.chunk_chars,
                           overlap=cfg.chunk_overlap, restart=restart, progress=progress, on_result=on_result)
-        if embedder is not None:
-            drain_queue(conn, embedder, progress=embed_progress)
+        if embedder is not None:  # the new versions' texts only, as ingest embeds (not a --no-embed backlog)
+            versions = [row[0] for r in report.results if r.status == "new version"
+                        for row in conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
+                                                (r.current or r.act, r.version))]
+            conn.rollback()
+            drain_queue(conn, embedder, progress=embed_progress, versions=versions)
     finally:
         conn.close()
     return report

@@ -292,8 +292,13 @@ def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_canno
         assert checks["embedding queue"]["status"] == "warn" and checks["vectors"]["status"] == "warn"
         assert checks["vectors"]["detail"].startswith(f"{unembedded} of ") and checks["vectors"]["fix"] == "run: pipeline embed"
 
-        drained = run_cli("embed", env=env)
-        assert drained.returncode == 0, drained.stderr
+        # An ingest that embeds embeds the texts of the acts it was given, not the whole queue: a backlog
+        # stored with --no-embed on purpose waits for `pipeline embed` (or for its own act's ingest).
+        other = _ingest(scratch_url, "DU/2024/1513", env=env, embed=True)
+        assert other["acts"][0]["status"] == "unchanged" and other["embedded"] == 0, other
+        assert other["waiting"] == waiting
+        rerun = _ingest(scratch_url, "DU/2026/548", env=env, embed=True)
+        assert rerun["acts"][0]["status"] == "unchanged" and rerun["embedded"] == waiting and rerun["waiting"] == 0
         again = run_cli("search", "przetwarzanie danych", env=env)
         assert again.returncode == 0 and "have no bge-m3 vector" not in again.stderr
         checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
