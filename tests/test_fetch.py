@@ -194,6 +194,24 @@ def test_permanent_503_gives_up(server: MirrorServer) -> None:
     assert "failed after 4 attempts: HTTP 503" in msg and "\n" not in msg
 
 
+def test_an_api_that_stops_answering_is_given_up_on_for_the_rest_of_the_run(server: MirrorServer) -> None:
+    """Two requests in a row that used up their retries: later ones fail at once, not after ~12 s each."""
+    other = "/acts/DU/2024/581"
+    server.inject(META, [Fault.status(503)] * 10)
+    server.inject(other, [Fault.status(503)] * 10)
+    with _client(server, max_retries=1) as client:
+        assert client.meta("DU/2026/548")["ELI"] == "DU/2026/548"  # answered: nothing counts yet
+        for act in ("DU/2025/277", "DU/2024/581"):
+            with pytest.raises(FetchError, match="failed after 2 attempts: HTTP 503"):
+                client.meta(act)
+        with pytest.raises(FetchError) as given_up:
+            client.meta("DU/2026/548")
+    assert "not tried: the ELI API failed the 2 requests before it (HTTP 503); try again later" in str(given_up.value)
+    assert server.count("/acts/DU/2026/548") == 1  # the last call sent nothing
+    with _client(server, max_retries=1) as fresh:  # the next run tries again
+        assert fresh.meta("DU/2026/548")["ELI"] == "DU/2026/548"
+
+
 def test_truncated_body_retried_then_ok(server: MirrorServer, mirror: Path) -> None:
     pdf = f"{META}/text.pdf"
     server.inject(pdf, [Fault.truncated()])
