@@ -167,7 +167,9 @@ def store_version(
             chunking.chunk_article(a, meta.get("title") or "", max_chars=max_chars, overlap=overlap) for a in articles
         ]
         n_chunks = sum(len(c) for c in chunks_by_article)
-        changes = _changes(conn, latest["version_id"], articles) if latest else {}
+        # A new consolidated text is a new ELI: its changes are against the base act's text before it.
+        previous = latest["version_id"] if latest else _previous_text(conn, base_eli(meta), eli, valid_from(meta))
+        changes = _changes(conn, previous, articles) if previous else {}
         version_no = (latest["version_no"] + 1) if latest else 1
         version_id = conn.execute(
             """
@@ -244,6 +246,18 @@ def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> in
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _previous_text(conn: psycopg.Connection, base: str, eli: str, since: dt.date | None) -> int | None:
+    """The stored version of another text of act ``base`` (its original, an earlier consolidated text)
+    that a text of ``eli`` dated ``since`` follows: the newest dated on or before it (undated: any)."""
+    row = conn.execute(
+        """SELECT version_id FROM act_versions
+           WHERE base_eli = %(base)s AND eli <> %(eli)s
+             AND (%(since)s::date IS NULL OR valid_from IS NULL OR valid_from <= %(since)s)
+           ORDER BY valid_from DESC NULLS LAST, version_id DESC LIMIT 1""",
+        {"base": base, "eli": eli, "since": since}).fetchone()
+    return row[0] if row else None
 
 
 def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Article]) -> dict[str, list[str]]:

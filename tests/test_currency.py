@@ -308,7 +308,10 @@ def test_sync_ingests_a_newer_consolidated_text_and_sees_an_act_go_out_of_force(
     assert (acts[TJ_NEWER]["base_eli"], acts[TJ_NEWER]["amendments_after"]) == (LABOUR_CODE, 0)
     with psycopg.connect(env["url"]) as c:
         old = c.execute("SELECT in_force, is_current FROM act_currency WHERE eli = %s", (TJ_2025,)).fetchone()
+        changes = c.execute("SELECT changes FROM act_versions WHERE eli = %s", (TJ_NEWER,)).fetchone()[0]
     assert old == ("NOT_IN_FORCE", False)
+    # The new consolidated text's changes are against the text it follows (the 2025 one), not empty.
+    assert "1" in changes["changed"] and "154" in changes["removed"], {k: v[:5] for k, v in changes.items()}
 
     with OllamaStandIn({"bge-m3": 1024}) as ollama:
         asked = _cli(env, "ask", "Jakie prawa ma pacjent w szpitalu?", "--act", PATIENT_RIGHTS, "--offline",
