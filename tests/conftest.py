@@ -97,6 +97,7 @@ def fresh_home():
     yield home
     subprocess.run([sys.executable, "-m", "pipeline", "db", "stop"], env={**os.environ, "PIPELINE_HOME": str(home)},
                    capture_output=True, timeout=120)
+    shutil.rmtree(home, ignore_errors=True)  # a data folder of ~40 MB a test
 
 
 @pytest.fixture(scope="session")
