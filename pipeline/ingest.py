@@ -208,15 +208,16 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
         raise
     result.seconds = time.perf_counter() - t0
     store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
-                     version_id=_version_id(conn, result))
+                     version_id=version_id(conn, result.act, result.version))
     return result
 
 
-def _version_id(conn: psycopg.Connection, result: IngestResult) -> int | None:
-    if result.version is None:
+def version_id(conn: psycopg.Connection, eli: str, version_no: int | None) -> int | None:
+    """The stored version ``version_no`` of ``eli`` (None: none such, or no version given)."""
+    if version_no is None:
         return None
     row = conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
-                       (result.act, result.version)).fetchone()
+                       (eli, version_no)).fetchone()
     conn.rollback()
     return row[0] if row else None
 
@@ -378,7 +379,7 @@ def run(
             # The texts of the versions this run stored or found stored (so a rerun finishes what an
             # interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is
             # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
-            versions = {i: v for i, r in enumerate(results) if (v := _version_id(conn, r)) is not None}
+            versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
             pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
             embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
             # Attribute the work to the acts whose texts waited, in order (versions can share texts).

@@ -224,6 +224,10 @@ class LawService:
                     return conn
         return self._connect()
 
+    def _give(self, conn: psycopg.Connection) -> None:
+        with self._idle_lock:
+            self._idle.append(conn)
+
     def _drop_idle(self) -> None:
         with self._idle_lock:
             idle, self._idle = self._idle, []
@@ -247,11 +251,9 @@ class LawService:
                 except BaseException:
                     if not conn.closed:
                         conn.rollback()
-                        with self._idle_lock:
-                            self._idle.append(conn)
+                        self._give(conn)
                     raise
-                with self._idle_lock:
-                    self._idle.append(conn)
+                self._give(conn)
                 return result
         raise AssertionError("unreachable")
 
@@ -399,7 +401,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
             hits, gaps = service.run(lambda conn: (
                 with_currency(conn, search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of), as_of),
                 search_gaps(conn, embedder, mode, acts or (), as_of)))
-            if mode == "hybrid" and (refusal := search_warning(hits, embedder.name)):
+            if refusal := search_warning(hits, embedder, mode):
                 gaps.append(refusal)  # as `pipeline search` warns: nothing here answers the question
         return {
             "query": query, "mode": mode, "as_of": as_of, "acts": acts, "warnings": gaps,

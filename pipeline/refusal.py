@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from .embedders import Embedder
 from .search import Hit, ModelProfile, profile
 
 
@@ -70,10 +71,13 @@ def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = N
                           + ("; arms agree" if agree else ""), sim, agree, floor)
 
 
-def search_warning(hits: list[Hit], model: str | None) -> str | None:
-    """The line a hybrid search (`pipeline search`, MCP search_law) shows when `ask` would refuse these
-    hits: an agent or a reader then knows that the ranking holds nothing like an answer."""
-    verdict = decide(hits, model)
+def search_warning(hits: list[Hit], embedder: Embedder | None, mode: str) -> str | None:
+    """The line a search (`pipeline search`, MCP search_law) shows when `ask`, which searches hybrid,
+    would refuse these hits: an agent or a reader then knows that the ranking holds nothing like an
+    answer. None for the other modes, whose hits `ask` never sees."""
+    if mode != "hybrid" or embedder is None:
+        return None
+    verdict = decide(hits, embedder.name)
     if not verdict.refused:
         return None
     return (f"none of these articles looks like an answer ({verdict.reason}); asked, pipeline would say "

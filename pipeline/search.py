@@ -13,7 +13,7 @@ from psycopg.rows import class_row
 from .articles import require_acts, require_date
 from .db import read_only, reading, sparsevec_literal, vector_literal
 from .embedders import Embedder, SparseHead, embedder_from_env, sparse_head
-from .errors import DatabaseError, UsageError
+from .errors import DatabaseError, PipelineError, UsageError
 
 MODES = ("hybrid", "vector", "text", "sparse")
 FUSIONS = ("rrf", "convex")
@@ -110,6 +110,21 @@ def check_question(query: object) -> None:
                          "ask about one thing, in a few sentences")
 
 
+def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: str | None) -> PipelineError:
+    """One of search_chunks' own checks as the library's error: a state of the data (what to run) or a
+    wrong call."""
+    message = exc.diag.message_primary or str(exc)
+    if message.startswith("no embeddings for model"):
+        with reading(conn):  # the search's transaction has ended: a read of its own
+            stored = conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+        if not stored:
+            return DatabaseError("no act is stored in this database yet: run pipeline ingest")
+        return DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
+    if message.startswith("no sparse vectors for model"):
+        return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
+    return UsageError(message)
+
+
 def search(
     conn: psycopg.Connection,
     query: str,
@@ -159,46 +174,37 @@ def search(
         raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
     if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
         raise UsageError("the arms' weights cannot all be 0: nothing would rank the hits")
-    with reading(conn):
-        eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
-        vector = sparse = model = None
-        if embedder is not None and mode != "text":
-            model = embedder.name
-        if embedder is not None and mode in ("hybrid", "vector"):
-            vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
-        if head is not None:
-            # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
-            # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
-            sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
-        try:
-            with conn.transaction():  # a savepoint: after search_chunks' own error the database can be asked why
-                hits = conn.cursor(row_factory=class_row(Hit)).execute(
-                    """
-                    SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-                           vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
-                    FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
-                                       %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
-                    """,
-                    {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
-                     "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
-                     "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
-                ).fetchall()
-        except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
-            message = exc.diag.message_primary or str(exc)
-            if message.startswith("no embeddings for model"):  # a state of the data, not a wrong call
-                if not conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]:
-                    raise DatabaseError("no act is stored in this database yet: run pipeline ingest") from None
-                raise DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search "
-                                    "with --mode text") from None
-            if message.startswith("no sparse vectors for model"):
-                raise DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed") from None
-            raise UsageError(message) from None
-        if hits:
-            versions = dict((r[0], r[1:]) for r in conn.execute(
-                "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
-                "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
-            for h in hits:
-                h.version_no, h.valid_from = versions[h.chunk_id]
+    try:
+        with reading(conn):
+            eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
+            vector = sparse = model = None
+            if embedder is not None and mode != "text":
+                model = embedder.name
+            if embedder is not None and mode in ("hybrid", "vector"):
+                vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
+            if head is not None:
+                # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
+                # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
+                sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
+            hits = conn.cursor(row_factory=class_row(Hit)).execute(
+                """
+                SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
+                FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
+                """,
+                {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
+                 "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
+                 "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
+            ).fetchall()
+            if hits:
+                versions = dict((r[0], r[1:]) for r in conn.execute(
+                    "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
+                    "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
+                for h in hits:
+                    h.version_no, h.valid_from = versions[h.chunk_id]
+    except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
+        raise _search_chunks_error(conn, exc, model) from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
     return hits
 
@@ -216,10 +222,10 @@ def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (
                               include_repealed=include_repealed)
         for gap in search_gaps(conn, embedder, mode, acts, as_of) if on_warning else ():
             on_warning(gap)
-        if mode == "hybrid" and embedder is not None and on_warning:
+        if on_warning:
             from .refusal import search_warning  # the rule ask applies: hits this far off answer nothing
 
-            if warning := search_warning(hits, embedder.name):
+            if warning := search_warning(hits, embedder, mode):
                 on_warning(warning)
         return with_currency(conn, hits, as_of)
 

@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from . import currency, db, store
 from .errors import one_line
 from .fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
-from .ingest import IngestError, IngestResult, ingest_act
+from .ingest import IngestError, IngestResult, ingest_act, version_id
 from .parse import ParseError
 
 CONSOLIDATED_TEXTS = "Inf. o tekście jednolitym"  # on a base act: its consolidated texts
@@ -323,10 +323,8 @@ def run(
                           archive_dir=archive_dir or cfg.archive_dir, max_chars=cfg.chunk_chars,
                           overlap=cfg.chunk_overlap, restart=restart, progress=progress, on_result=on_result)
         if embedder is not None:  # the new versions' texts only, as ingest embeds (not a --no-embed backlog)
-            versions = [row[0] for r in report.results if r.status == "new version"
-                        for row in conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
-                                                (r.current or r.act, r.version))]
-            conn.rollback()
+            versions = [v for r in report.results
+                        if r.status == "new version" and (v := version_id(conn, r.current or r.act, r.version))]
             drain_queue(conn, embedder, progress=embed_progress, versions=versions)
     finally:
         conn.close()
