@@ -72,6 +72,26 @@ class IsoDate(click.ParamType):
             self.fail(f"{value!r} is not a valid date ({exc})", param, ctx)
 
 
+class ActIdType(click.ParamType):
+    """An act id (DU/2025/277, "Dz.U. 2025 poz. 277"): a malformed one is a usage error (exit 2) before
+    anything runs, as every bad argument is. The value is passed on as given."""
+
+    name = "act id"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from .act_id import parse_act_id
+        from .errors import InvalidActId
+
+        try:
+            parse_act_id(str(value))
+        except InvalidActId as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
+ACT_ID = ActIdType()
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
 
@@ -196,7 +216,8 @@ def db_stop() -> None:
 
 @main.command("ingest")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--act", "acts", multiple=True, metavar="ID", help="ELI id such as DU/2025/277 (repeatable).")
+@click.option("--act", "acts", multiple=True, type=ACT_ID, metavar="ID",
+              help="ELI id such as DU/2025/277 (repeatable).")
 @click.option("--all", "all_acts", is_flag=True, help="Every act found in --source.")
 @click.option("--source", type=click.Path(path_type=Path, file_okay=False),
               help="Read acts from an archive in the ELI mirror layout (acts/DU/2025/277/...) instead of HTTP.")
@@ -323,7 +344,7 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
 # --- show ----------------------------------------------------------------------------------------
 
 @main.command("show")
-@click.argument("act")
+@click.argument("act", type=ACT_ID)
 @click.argument("article")
 @click.option("--as-of", type=IsoDate(), help="The text in force on this date.")
 @click.option("--version", "version_no", type=click.IntRange(1), help="A specific stored version of ACT.")
@@ -354,7 +375,7 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
 # --- search / ask --------------------------------------------------------------------------------
 
 def _search_options(fn: Callable) -> Callable:
-    fn = click.option("--act", "acts", multiple=True, metavar="ID", help="Only these acts (repeatable).")(fn)
+    fn = click.option("--act", "acts", multiple=True, type=ACT_ID, metavar="ID", help="Only these acts (repeatable).")(fn)
     fn = click.option("--as-of", type=IsoDate(), help="Texts in force on this date.")(fn)
     fn = click.option("--include-repealed", is_flag=True, help="Also search repealed (uchylone) articles.")(fn)
     fn = click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many articles.")(fn)

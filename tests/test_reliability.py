@@ -272,9 +272,11 @@ def test_malformed_act_ids_are_refused_before_any_io(act: str, scratch_url: str,
     errors = error_lines(done.stderr)
     note("bad input", input=f"--act {act}", exit=done.returncode, message=errors[0] if errors else "",
          stored=counts(scratch_url)["act_versions"])
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert len(errors) == 1 and errors[0].startswith(f"failed: invalid act id {act.strip()!r}"), done.stderr
-    assert counts(scratch_url) == dict.fromkeys(TABLES, 0)
+    # A usage error (exit 2), as a malformed id is for search, ask and show: nothing was attempted.
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(errors) == 1, done.stderr
+    assert errors[0].startswith(f"Error: Invalid value for '--act': invalid act id {act.strip()!r}"), done.stderr
+    assert counts(scratch_url) == dict.fromkeys(TABLES, 0) and runs(scratch_url) == []
     assert not (tmp_path / "archive").exists()
 
 

@@ -375,8 +375,8 @@ def test_injection_in_an_act_id_is_a_one_line_cli_error(stand_in_corpus_url, emb
                      env={"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()})
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert "Error: invalid act id \"DU/2025/277' OR '1'='1\"" in result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith("Error: invalid act id")
+    assert "Error: Invalid value for '--act': invalid act id \"DU/2025/277' OR '1'='1\"" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: Invalid value for '--act': invalid act id")
 
 
 # --- CLI -----------------------------------------------------------------------------------------

@@ -90,11 +90,12 @@ def test_hostile_questions_are_only_text(text: str, url: str, env: dict) -> None
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [
-    (["ingest", "--act", "DU/2025/277'; DROP TABLE acts;--", "--no-embed"], 1,
-     "failed: invalid act id \"DU/2025/277'; DROP TABLE acts;--\""),
-    (["search", "usługa", "--act", "DU/2024/1513'); DELETE FROM chunks;--"], 2, "Error: invalid act id"),
-    (["ask", QUESTION, "--offline", "--act", "DU/2024/1513' OR '1'='1"], 2, "Error: invalid act id"),
-    (["show", "DU/2025/277'; DROP TABLE acts;--", "1"], 1, "Error: invalid act id"),
+    (["ingest", "--act", "DU/2025/277'; DROP TABLE acts;--", "--no-embed"], 2,
+     "Error: Invalid value for '--act': invalid act id \"DU/2025/277'; DROP TABLE acts;--\""),
+    (["search", "usługa", "--act", "DU/2024/1513'); DELETE FROM chunks;--"], 2,
+     "Error: Invalid value for '--act': invalid act id"),
+    (["ask", QUESTION, "--offline", "--act", "DU/2024/1513' OR '1'='1"], 2, "Error: Invalid value for '--act': invalid act id"),
+    (["show", "DU/2025/277'; DROP TABLE acts;--", "1"], 2, "Error: Invalid value for 'ACT': invalid act id"),
     (["search", "usługa", "--as-of", "2025-01-01'; DROP TABLE acts;--"], 2, "Error: Invalid value for '--as-of'"),
     (["db", "grant-reader", "x\"; DROP TABLE acts;--"], 2, "Error: Invalid value for ROLE: role name"),
     (["db", "grant-reader", "reader1", "--password", "pw'; DROP TABLE acts;--"], 0, None),
