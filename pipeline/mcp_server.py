@@ -390,7 +390,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
                  annotations=READS_STORED_LAW)
     def search_law(
         query: Annotated[str, Field(description="Pytanie lub temat po polsku / the question or topic, in Polish")],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many articles")] = 5,
+        k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many articles")] = 5,
         acts: Annotated[list[str] | None, Field(description="only these ELI ids, e.g. ['DU/2025/277']")] = None,
         as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
         mode: Annotated[Mode, Field(description="hybrid (best), text (statute words), vector (meaning), "
@@ -421,9 +421,9 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
         act: Annotated[str, Field(description="ELI id, e.g. DU/2025/277 (or 'Dz.U. 2025 poz. 277')")],
         article: Annotated[str, Field(description="article number: 154, 151^1, 151¹, 22^1c, 'art. 19a'")],
         as_of: Annotated[dt.date | None, Field(description="the text in force on this date (YYYY-MM-DD)")] = None,
-        version: Annotated[int | None, Field(ge=1, description="a stored version of act (version_no)")] = None,
-        offset: Annotated[int, Field(ge=0, description="first character of the page")] = 0,
-        max_chars: Annotated[int, Field(ge=200, le=50_000, description="page size in characters")] = PAGE_CHARS,
+        version: Annotated[int | None, Field(ge=1, strict=True, description="a stored version of act (version_no)")] = None,
+        offset: Annotated[int, Field(ge=0, strict=True, description="first character of the page")] = 0,
+        max_chars: Annotated[int, Field(ge=200, le=50_000, strict=True, description="page size in characters")] = PAGE_CHARS,
     ) -> ArticleResult:
         with _as_tool_error():
             found = service.run(lambda conn: get_article(conn, act, article, as_of=as_of, version_no=version))
@@ -456,7 +456,7 @@ def build_server(service: LawService, *, answer_config: ChatConfig | None = None
                                                  open_world_hint=True))
         def answer(
             question: Annotated[str, Field(description="Pytanie po polsku / the question, in Polish")],
-            k: Annotated[int, Field(ge=1, le=20, description="how many fragments the model gets")] = 5,
+            k: Annotated[int, Field(ge=1, le=20, strict=True, description="how many fragments the model gets")] = 5,
             acts: Annotated[list[str] | None, Field(description="only these ELI ids")] = None,
             as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
         ) -> AnswerResult:

@@ -172,6 +172,9 @@ BAD_CALLS = [
     ("get_article", {"act": KP, "article": "9" * 10000}, "has no art. 9999"),  # echoed, cut to one short line
     ("search_law", {"query": "urlop", "k": 0}, "k: Input should be greater than or equal to 1"),
     ("search_law", {"query": "urlop", "k": 500}, "k: Input should be less than or equal to 50"),
+    # Counts are whole numbers: pydantic's lax mode would take true for 1 and "5" for 5.
+    ("search_law", {"query": "urlop", "k": True}, "k: Input should be a valid integer"),
+    ("get_article", {"act": KP, "article": "154", "offset": "10"}, "offset: Input should be a valid integer"),
     ("search_law", {"query": "urlop", "acts": ["DU/1999/123"], "mode": "text"}, "DU/1999/123 is not in the database"),
     ("search_law", {"query": "urlop", "mode": "fuzzy"}, "mode"),
     ("search_law", {}, "query: Field required"),
