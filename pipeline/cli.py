@@ -651,6 +651,34 @@ def acts_cmd(all_acts: bool, as_json: bool) -> None:
                    f"{later:>5} {checked:<16}  {f'{last.eli} ({last.date})' if last else ''}")
 
 
+@main.command("remove")
+@click.argument("act", type=ACT_ID)
+@click.option("--yes", is_flag=True, help="Confirm (required): the act's texts leave the database.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@friendly
+def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
+    """Remove ACT with every stored text of it (its consolidated texts and all their versions).
+
+    \b
+    pipeline remove DU/1974/141 --yes
+    One transaction; search statistics follow. Raw responses in dane/ and the ingest log stay, and
+    so do the vectors (pipeline ingest brings the act back without embedding it again).
+    """
+    from . import store
+    from .schema import open_current
+
+    if not yes:
+        raise click.UsageError(f"removing {act} deletes its stored texts; pass --yes to confirm")
+    _, conn = open_current()
+    with contextlib.closing(conn):
+        removed = store.remove_act(conn, act)
+    if as_json:
+        _emit_json(removed.to_dict())
+        return
+    click.echo(f"removed {removed.base}: {', '.join(removed.elis)}; {removed.versions} version(s), "
+               f"{removed.chunks} chunk(s)", err=True)
+
+
 @main.command("sync")
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
@@ -664,7 +692,8 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
     \b
     One line per act: unchanged | new version (a newer consolidated text) | amended since (the API
     lists amendments the stored text lacks) | not in force | failed | skipped (checked by an
-    interrupted sync that this one resumes). Exit status 1 when any act failed; a second sync while
+    interrupted sync that this one resumes, or ingested from a local file under an id the API does
+    not publish). Exit status 1 when any act failed; a second sync while
     one runs is refused with exit status 75 (try again later), so cron can tell the two apart.
     """
     from . import sync

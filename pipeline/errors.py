@@ -23,6 +23,10 @@ class InvalidActId(FetchError, ValueError):
     """The text is not an act id such as DU/2025/277 or "Dz.U. 2025 poz. 277"."""
 
 
+class ActNotInApi(FetchError):
+    """The ELI API answers 404 for the act's record: no such act is published there."""
+
+
 class ParseError(PipelineError, ValueError):
     """The document cannot be turned into articles (corrupt, encrypted, no articles)."""
 

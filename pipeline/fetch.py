@@ -28,7 +28,7 @@ from . import __version__
 # The act id has its own module; these names stay importable from here.
 from .act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
 from .act_id import as_act_id as _as_act_id
-from .errors import FetchError
+from .errors import ActNotInApi, FetchError
 from .files import write_atomic
 from .parse.model import looks_like_pdf
 
@@ -82,7 +82,7 @@ class EliClient:
         aid = _as_act_id(act_id)
         resp = self._get(f"/acts/{aid.path}")
         if resp is None:
-            raise FetchError(f"act {aid} not found in the ELI API")
+            raise ActNotInApi(f"act {aid} not found in the ELI API")
         _decode_meta(resp.content, f"{self.base_url}/acts/{aid.path}", aid)
         return resp.content
 

@@ -11,7 +11,7 @@ import json
 import os
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psycopg
@@ -21,7 +21,9 @@ from psycopg.types.json import Jsonb
 from . import chunk as chunking
 from . import currency
 from .db import pid_alive
+from .act_id import parse_act_id
 from .embed import enqueue_missing
+from .errors import IngestError
 from .parse.model import Article, ParsedAct
 
 
@@ -270,6 +272,57 @@ def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Art
         "changed": [n for n in new if n in old and old[n] != new[n]],
         "removed": [n for n in old if n not in new],
     }
+
+
+# --- removal -------------------------------------------------------------------------------------
+
+# `pipeline sync` holds this lock while it runs. Any constant key works; this one is "pipeline sync"
+# read as bytes, apart from the per-act keys (lock_key).
+SYNC_LOCK = int.from_bytes(b"pl-sync!", "big", signed=True)
+
+
+class RemoveBusy(IngestError):
+    """A sync runs: it could ingest the act again from the list it read before the removal."""
+
+
+@dataclass
+class Removed:
+    base: str  # the act removed, with every text of it
+    elis: list[str]  # the acts rows removed: the base act and its consolidated texts that were stored
+    versions: int
+    chunks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def remove_act(conn: psycopg.Connection, act: str) -> Removed:
+    """Delete an act with every stored text of it (the base act and its consolidated texts, all their
+    versions), in one transaction. The search statistics follow by the chunks' triggers; the vectors
+    stay (keyed by text, they cost nothing to keep and spare the embedding if the act comes back);
+    queue rows left with no text are dropped; ingest_runs keep their history. Raises ActNotFound."""
+    from .articles import ActNotFound
+
+    eli = str(parse_act_id(act))
+    with conn.transaction():
+        if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SYNC_LOCK,)).fetchone()[0]:
+            raise RemoveBusy("a pipeline sync is running and could ingest the act again; "
+                             "remove it when the sync has finished")
+        row = conn.execute("SELECT base_eli FROM acts WHERE eli = %(e)s OR base_eli = %(e)s LIMIT 1",
+                           {"e": eli}).fetchone()
+        if row is None:
+            raise ActNotFound(f"{eli} is not in the database (pipeline acts --all lists what is)")
+        base = row[0]
+        elis = [r[0] for r in conn.execute("SELECT eli FROM acts WHERE base_eli = %s ORDER BY eli", (base,))]
+        for e in sorted({base, *elis}):  # as ingest takes them: no version of the act is being written
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(e),))
+        versions, chunks = conn.execute(
+            "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FROM act_versions v "
+            "LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
+        conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
+        conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
+                     "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
+    return Removed(base, elis, versions, chunks)
 
 
 # --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------

@@ -22,7 +22,8 @@ from eli_server import Fault, start_mirror_server
 
 from pipeline import currency
 from pipeline.fetch import EliClient
-from pipeline.sync import _SYNC_LOCK, resolve_newest
+from pipeline.store import SYNC_LOCK
+from pipeline.sync import resolve_newest
 
 try:
     from chat_stand_in import ChatStandIn
@@ -332,9 +333,9 @@ def test_sync_is_resumable_exclusive_and_reports_failures(env):
         assert lines[PATIENT_RIGHTS].startswith("not in force")
         assert f"(resumed sync {interrupted})" in result.stderr
 
-        c.execute("SELECT pg_advisory_lock(%s)", (_SYNC_LOCK,))
+        c.execute("SELECT pg_advisory_lock(%s)", (SYNC_LOCK,))
         busy = _cli(env, "sync", "--no-embed")
-        c.execute("SELECT pg_advisory_unlock(%s)", (_SYNC_LOCK,))
+        c.execute("SELECT pg_advisory_unlock(%s)", (SYNC_LOCK,))
     assert busy.returncode == 75 and busy.stderr.strip() == (  # EX_TEMPFAIL: cron tells it from a failed act
         "Error: another pipeline sync is running; try again when it has finished")
 

@@ -464,6 +464,79 @@ def test_a_local_file_of_an_act_read_from_the_api_keeps_its_record(scratch_url: 
     assert checked is not None and provenance.startswith("reconstructed")
 
 
+def test_sync_skips_an_act_of_a_local_file_the_api_does_not_publish(scratch_url: str, server, tmp_path: Path) -> None:
+    """It has nothing to be checked against: no failure (which cron would report every night)."""
+    html = tmp_path / "regulamin.html"
+    shutil.copy(require_mirror() / "acts" / PATIENT_RIGHTS / "text.html", html)
+    env = {"DATABASE_URL": scratch_url, "ELI_API_URL": server.url}
+    done = run_cli("ingest", str(html), "--act", "DU/2099/1", "--no-embed", env=env)
+    assert done.returncode == 0, done.stderr
+    synced = run_cli("sync", "--no-embed", "--archive", str(tmp_path / "dane"), "--json", env=env)
+    assert synced.returncode == 0, synced.stderr
+    (result,) = json.loads(synced.stdout)["acts"]
+    assert (result["act"], result["status"]) == ("DU/2099/1", "skipped")
+    assert result["error"] == "ingested from a local file; the ELI API does not publish it"
+    assert server.count("/acts/DU/2099/1") == 1  # asked once, as any act is
+
+
+def _stats(conn) -> tuple:
+    return (conn.execute("SELECT * FROM corpus_stats").fetchall(),
+            conn.execute("SELECT lexeme, ndoc, npostings FROM lexicon ORDER BY lexeme").fetchall(),
+            conn.execute("SELECT count(*) FROM postings").fetchone()[0])
+
+
+def test_remove_takes_an_act_with_every_text_of_it_and_the_statistics_follow(conn, scratch_url: str) -> None:
+    mirror = require_mirror()
+    older = "DU/2023/1465"  # an earlier consolidated text of the same base act (DU/1974/141)
+
+    def record(act: str) -> dict:
+        return json.loads((mirror / "acts" / act / "meta.json").read_bytes())
+
+    def text(*articles: str) -> ParsedAct:
+        return ParsedAct([Article(str(i), a) for i, a in enumerate(articles, 1)], source_format="html")
+
+    store.store_version(conn, record(PATIENT_RIGHTS), text("Art. 1. Pacjent ma prawo do informacji o stanie zdrowia."),
+                        source_sha256="1" * 64, model="stand-in")
+    before = _stats(conn)
+    queued_before = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+    store.store_version(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do urlopu wypoczynkowego.",
+                                                         "Art. 2. Pracodawca wypłaca wynagrodzenie."),
+                        source_sha256="2" * 64, model="stand-in")
+    store.store_version(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do corocznego urlopu."),
+                        source_sha256="3" * 64, model="stand-in")  # version 2 of the same text
+    store.store_version(conn, record(older), text("Art. 1. Urlop wypoczynkowy przysługuje pracownikowi."),
+                        source_sha256="4" * 64, model="stand-in")
+    assert _stats(conn) != before
+    conn.commit()
+
+    env = {"DATABASE_URL": scratch_url}
+    unconfirmed = run_cli("remove", "DU/1974/141", env=env)
+    assert unconfirmed.returncode == 2 and "pass --yes to confirm" in unconfirmed.stderr
+    assert conn.execute("SELECT count(*) FROM acts").fetchone()[0] == 3
+    conn.rollback()
+
+    # A consolidated text's id names its act: the base act's every text goes, the other act stays.
+    done = run_cli("remove", older, "--yes", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"base": "DU/1974/141", "elis": [older, KODEKS_PRACY], "versions": 3,
+                                       "chunks": 4}
+    assert conn.execute("SELECT eli FROM acts").fetchall() == [(PATIENT_RIGHTS,)]
+    assert _stats(conn) == before  # the triggers took the removed chunks out of the statistics
+    assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == queued_before
+    conn.rollback()
+
+    again = run_cli("remove", KODEKS_PRACY, "--yes", env=env)
+    assert again.returncode == 1 and again.stderr.strip() == (
+        f"Error: {KODEKS_PRACY} is not in the database (pipeline acts --all lists what is)")
+
+    # Not while a sync runs: it read its list of acts first and could ingest the act again.
+    with psycopg.connect(scratch_url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (store.SYNC_LOCK,))
+        with pytest.raises(store.RemoveBusy, match="a pipeline sync is running"):
+            store.remove_act(conn, PATIENT_RIGHTS)
+    assert conn.execute("SELECT count(*) FROM acts").fetchone()[0] == 1
+
+
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("ustawa.pdf", None, "failed: cannot tell the act of ustawa.pdf from its name; pass --act DU/YYYY/POS"),
     ("D20260548.pdf", b"", "failed: D20260548.pdf is empty"),
