@@ -95,8 +95,8 @@ class EliClient:
         query = str(httpx.QueryParams(params))
         resp = self._get(f"/acts/search?{query}")
         where = f"{self.base_url}/acts/search?{query}"
-        if resp is None:
-            raise FetchError(f"{where}: not found")
+        if resp is None:  # the query (a whole title) stays out of the message: it is one line to read
+            raise FetchError(f"{self.base_url}/acts/search answered 404 (not found)")
         try:
             found = json.loads(resp.content)
         except ValueError:

@@ -26,6 +26,7 @@ from .ingest import IngestError, IngestResult, ingest_act, version_id
 from .parse import ParseError
 
 CONSOLIDATED_TEXTS = "Inf. o tekście jednolitym"  # on a base act: its consolidated texts
+NOT_LOOKED_FOR = "newer consolidated texts not looked for: "  # the act's own text is still dealt with
 
 
 class SyncBusy(IngestError):
@@ -87,17 +88,27 @@ def ingest_latest(
     progress: Callable[[str], None] | None = None,
 ) -> IngestResult:
     """Ingest the newest consolidated text of ``act`` (a base act or any of its consolidated texts)
-    as the next version of the base act; ``resolved_from`` says what was asked for."""
+    as the next version of the base act; ``resolved_from`` says what was asked for. When the act's
+    own record is there but a newer text cannot be looked for (its base act's record or /acts/search
+    missing), the act itself is ingested with a warning, as sync checks it."""
     try:
-        found = resolve_newest(client, act)
+        meta = client.meta(act)
     except FetchError as exc:
-        return IngestResult(act=act, status="failed", error=str(exc).strip().splitlines()[0])
+        return IngestResult(act=act, status="failed", error=one_line(exc))
+    try:
+        found = resolve_newest(client, act, meta=meta)
+    except FetchError as exc:
+        found, unresolved = Resolution(str(parse_act_id(act)), store.base_eli(meta), str(parse_act_id(act)), "none"), exc
+    else:
+        unresolved = None
     if progress and found.newest != found.requested:
         progress(f"{found.requested}: newest consolidated text is {found.newest} (via {found.via})")
     result = ingest_act(conn, url, found.newest, model=model, archive_dir=archive_dir, client=client,
                         max_chars=max_chars, overlap=overlap, progress=progress)
     if found.newest != found.requested:
         result.resolved_from = found.requested
+    if unresolved is not None and result.status != "failed":
+        result.warnings.append(f"{NOT_LOOKED_FOR}{one_line(unresolved)}; {found.requested} ingested as named")
     return result
 
 
@@ -251,7 +262,7 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
             except FetchError as exc:
                 # The act's own record was read, so its currency is checked all the same; only a newer
                 # consolidated text cannot be looked for (the mirror lacks DU/1974/141's full record).
-                result.warning = "newer consolidated texts not looked for: " + one_line(exc)
+                result.warning = NOT_LOOKED_FOR + one_line(exc)
         if newest is not None and parse_act_id(newest.newest) > parse_act_id(eli):
             if progress:
                 progress(f"{eli}: newer consolidated text {newest.newest}")
