@@ -675,7 +675,7 @@ def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
     if as_json:
         _emit_json(removed.to_dict())
         return
-    click.echo(f"removed {removed.base}: {', '.join(removed.elis)}; {removed.versions} version(s), "
+    click.echo(f"removed {removed.base}: {', '.join(removed.acts)}; {removed.versions} version(s), "
                f"{removed.chunks} chunk(s)", err=True)
 
 

@@ -287,8 +287,9 @@ class RemoveBusy(IngestError):
 
 @dataclass
 class Removed:
-    base: str  # the act removed, with every text of it
-    elis: list[str]  # the acts rows removed: the base act and its consolidated texts that were stored
+    act: str  # as asked for (canonical id)
+    base: str  # the act removed, with every text of it (as sync's reports name it)
+    acts: list[str]  # the ELI ids removed: the base act and its consolidated texts that were stored
     versions: int
     chunks: int
 
@@ -322,7 +323,7 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
-    return Removed(base, elis, versions, chunks)
+    return Removed(eli, base, elis, versions, chunks)
 
 
 # --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------

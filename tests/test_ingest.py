@@ -518,8 +518,8 @@ def test_remove_takes_an_act_with_every_text_of_it_and_the_statistics_follow(con
     # A consolidated text's id names its act: the base act's every text goes, the other act stays.
     done = run_cli("remove", older, "--yes", "--json", env=env)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"base": "DU/1974/141", "elis": [older, KODEKS_PRACY], "versions": 3,
-                                       "chunks": 4}
+    assert json.loads(done.stdout) == {"act": older, "base": "DU/1974/141", "acts": [older, KODEKS_PRACY],
+                                       "versions": 3, "chunks": 4}
     assert conn.execute("SELECT eli FROM acts").fetchall() == [(PATIENT_RIGHTS,)]
     assert _stats(conn) == before  # the triggers took the removed chunks out of the statistics
     assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == queued_before
