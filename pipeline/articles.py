@@ -54,6 +54,18 @@ def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) ->
     return version[0]
 
 
+def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
+    """"; versions are numbered per text: DU/2023/1465 1, DU/2025/277 1-2" for ``eli``'s base act
+    (a base act's id names no text of its own when only its consolidated texts are stored)."""
+    require_acts(conn, [eli])
+    texts = conn.execute(
+        "SELECT eli, min(version_no), max(version_no) FROM act_versions "
+        "WHERE base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s) "
+        "GROUP BY eli ORDER BY min(valid_from) NULLS FIRST, eli", {"e": eli}).fetchall()
+    listed = ", ".join(f"{e} {lo}" if lo == hi else f"{e} {lo}-{hi}" for e, lo, hi in texts)
+    return f"; versions are numbered per text: {listed}" if listed else ""
+
+
 def canonical_article(text: str) -> str:
     """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '154 § 1 pkt 2' -> '154'."""
     s = text.strip()
@@ -80,7 +92,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         version = conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
                                (eli, version_no)).fetchone()
         if not version:
-            raise ArticleNotFound(f"{eli} has no stored version {version_no}")
+            raise ArticleNotFound(f"{eli} has no stored version {version_no}" + _versions_stored(conn, eli))
         version_id = version[0]
     else:
         # The act's text in force on the date: among all versions of its base act.

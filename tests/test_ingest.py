@@ -373,6 +373,15 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
     assert "DU/2019/1" not in in_force(dt.date(2018, 12, 31))
     conn.rollback()
 
+    # Versions are numbered per text (ELI id): a version of the base act's id says which texts there are.
+    from pipeline.articles import ArticleNotFound, get_article
+
+    with pytest.raises(ArticleNotFound) as no_version:
+        get_article(conn, "DU/1974/141", "1", version_no=1)
+    assert str(no_version.value) == (f"DU/1974/141 has no stored version 1; versions are numbered per text: "
+                                     f"{older} 1, {KODEKS_PRACY} 1")
+    conn.rollback()
+
     # `show` of either ELI gives the text of the base act in force on the date
     env = {"DATABASE_URL": scratch_url}
     then = run_cli("show", KODEKS_PRACY, "1", "--as-of", "2024-01-01", env=env)
