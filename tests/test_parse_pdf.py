@@ -106,6 +106,10 @@ def test_repealed_articles() -> None:
     for number in ("19", "20", "21", "67^1", "67^17", "284", "290^1"):
         assert _article("DU/2025/277", number).repealed, number
     assert not _article("DU/2025/277", "22").repealed
+    # "Art. 266–280." with only a footnote (the division no longer includes them): no text in force
+    for number in ("266", "273", "280"):
+        assert _article("DU/2025/277", number).repealed and _article("DU/2025/277", number).text == f"Art. {number}."
+    assert not _article("DU/2025/277", "265").repealed and not _article("DU/2025/277", "281").repealed
     # "Art. 61–85. (pominięte)": one article per number, omitted but not repealed
     omitted = [a for a in _parsed("DU/2025/869").articles if a.text.endswith("(pominięte)")]
     assert [a.number for a in omitted] == [str(n) for n in range(61, 86)]

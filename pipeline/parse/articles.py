@@ -10,8 +10,12 @@ _REPEALED = re.compile(r"\((?:uchylony|uchylone|uchylona|utracił moc|utraciły 
 
 
 def is_repealed(content: str) -> bool:
-    """An article whose whole text after its label is a repeal marker such as "(uchylony)"."""
-    return bool(_REPEALED.fullmatch(content.strip()))
+    """An article whose whole text after its label is a repeal marker such as "(uchylony)", or nothing:
+    a consolidated text prints a bare label (its footnote, which the parsers drop, says why) for
+    articles that no longer hold a provision, e.g. Kodeks pracy's "Art. 266–280." that, by a 1985 act,
+    "dział dwunasty nie obejmuje". Either way the article has no text in force."""
+    rest = content.strip()
+    return not rest or bool(_REPEALED.fullmatch(rest))
 
 
 # Between the two wordings of an article that a consolidated text prints in a row. The first is the
