@@ -16,7 +16,7 @@ import psycopg
 
 from . import chunk as chunking
 from . import store
-from .errors import IngestError, UsageError, one_line
+from .errors import EmbedderError, IngestError, UsageError, one_line
 from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
 from .config import settings
 from .embed import ProgressFactory, drain_queue, queued
@@ -381,7 +381,12 @@ def run(
             # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
             versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
             pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
-            embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
+            try:
+                embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
+            except EmbedderError as exc:  # the model is down: what was stored stays, and the fix is one command
+                stored = sum(r.status in ("new", "unchanged") for r in results)
+                raise EmbedderError(f"{one_line(exc)}; the {stored} act(s) are stored and their texts queued: "
+                                    "`pipeline embed` computes the vectors once the model answers") from None
             # Attribute the work to the acts whose texts waited, in order (versions can share texts).
             for i, r in enumerate(results):
                 r.embedded = min(pending.get(i, 0), embedded)

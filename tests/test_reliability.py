@@ -699,6 +699,20 @@ def test_ollama_down_search_and_ask_say_so_in_one_line(answer_url: str) -> None:
             f"Error: cannot reach Ollama at {env['OLLAMA_URL']} (is `ollama serve` running? set OLLAMA_URL)"]
 
 
+def test_ollama_down_during_ingest_keeps_the_act_and_names_the_command_that_finishes(scratch_url: str,
+                                                                                  tmp_path: Path) -> None:
+    env = _ollama_env(scratch_url, f"http://127.0.0.1:{closed_port()}")
+    done = run_cli("ingest", "--source", str(ELI_MIRROR), "--act", HTML_ACT, "--archive", str(tmp_path / "a"),
+                   env=env, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert error_lines(done.stderr)[-1] == (
+        f"Error: cannot reach Ollama at {env['OLLAMA_URL']} (is `ollama serve` running? set OLLAMA_URL); the 1 act(s) "
+        "are stored and their texts queued: `pipeline embed` computes the vectors once the model answers")
+    assert counts(scratch_url)["act_versions"] == 1
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM embedding_queue WHERE model = 'bge-m3'").fetchone()[0] > 0
+
+
 def test_ollama_model_missing_names_the_pull_command(answer_url: str) -> None:
     with OllamaStandIn({"nomic-embed-text": 768}) as other:
         done = run_cli("search", QUESTION, env=_ollama_env(answer_url, other.url), timeout=120)
