@@ -276,7 +276,9 @@ def fetch_act(
             say(f"{aid}: text.pdf")
             text, fmt = cl.text_pdf(aid), "pdf"
         if text is None:
-            raise FetchError(f"{aid} has no text in the ELI API (metadata only)")
+            # The record promising an HTML text that came back empty is worth saying: it is the API's fault.
+            empty_html = " (its record says textHTML, but text.html came back empty)" if meta.get("textHTML") else ""
+            raise FetchError(f"{aid} has no text in the ELI API (metadata only){empty_html}")
     finally:
         if own_client:
             cl.close()

@@ -164,7 +164,7 @@ FAULTS = [
     ("pdf 404", PDF_ACT, "/text.pdf", [Fault.not_found()], "failed", f"{PDF_ACT} has no text in the ELI API"),
     ("meta invalid JSON", HTML_ACT, "", [Fault.invalid_json()], "failed", "is not valid JSON"),
     ("html empty (textHTML true, no PDF)", HTML_ACT, "/text.html", [Fault.empty()], "failed",
-     f"{HTML_ACT} has no text in the ELI API"),
+     f"{HTML_ACT} has no text in the ELI API (metadata only) (its record says textHTML, but text.html came back empty)"),
     ("html is an error page", HTML_ACT, "/text.html", [Fault.invalid_json()], "failed",
      "no articles found in the HTML document"),
     ("pdf empty body", PDF_ACT, "/text.pdf", [Fault.empty()], "failed", "did not return a PDF"),
