@@ -276,9 +276,10 @@ def fetch_act(
             say(f"{aid}: text.pdf")
             text, fmt = cl.text_pdf(aid), "pdf"
         if text is None:
-            # The record promising an HTML text that came back empty is worth saying: it is the API's fault.
-            empty_html = " (its record says textHTML, but text.html came back empty)" if meta.get("textHTML") else ""
-            raise FetchError(f"{aid} has no text in the ELI API (metadata only){empty_html}")
+            # A record that promises a text the API then lacks (404, or 0 bytes) is worth saying.
+            promised = " and ".join(f for f, key in (("text.html", "textHTML"), ("text.pdf", "textPDF")) if meta.get(key))
+            broken = f" (its record lists {promised}, which the API did not return)" if promised else ""
+            raise FetchError(f"{aid} has no text in the ELI API (metadata only){broken}")
     finally:
         if own_client:
             cl.close()

@@ -114,7 +114,8 @@ def test_empty_html_of_pdf_only_act_is_none(server: MirrorServer) -> None:
 def test_empty_html_falls_back_to_pdf(server: MirrorServer, tmp_path: Path, mirror: Path) -> None:
     # DU/2023/1465's real metadata says textHTML and textPDF; the mirror has neither file.
     with _client(server) as client:
-        with pytest.raises(FetchError, match=r"^DU/2023/1465 has no text in the ELI API \(metadata only\)$"):
+        with pytest.raises(FetchError, match=r"^DU/2023/1465 has no text in the ELI API \(metadata only\) "
+                                             r"\(its record lists text.html and text.pdf, which the API did not return\)$"):
             fetch_act("DU/2023/1465", client=client, archive_dir=tmp_path)
     assert server.count("/acts/DU/2023/1465/text.html") == 1
     assert server.count("/acts/DU/2023/1465/text.pdf") == 1

@@ -320,7 +320,8 @@ def test_a_changed_article_makes_a_new_version_and_queues_only_its_chunks(conn, 
     assert before.stderr.splitlines() == [f"Error: no stored text of {PATIENT_RIGHTS} is in force on 2024-04-15"]
     missing = run_cli("show", PATIENT_RIGHTS, "21", "--version", "3", env=env)
     assert missing.returncode == 1
-    assert missing.stderr.splitlines() == [f"Error: {PATIENT_RIGHTS} has no stored version 3"]
+    assert missing.stderr.splitlines() == [
+        f"Error: {PATIENT_RIGHTS} has no stored version 3; versions are numbered per text: {PATIENT_RIGHTS} 1-2"]
 
 
 # --- 6. consolidated texts of one base act ---------------------------------------------------------
