@@ -616,11 +616,11 @@ def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> No
         if not password:
             raise UsageError("no password on standard input", param="--password-stdin")
 
-    schema.grant_reader(db.database_url(), role, password)
+    can_log_in = schema.grant_reader(db.database_url(), role, password)
     functions = ", ".join(f.split("(")[0] + "()" for f in schema.READER_FUNCTIONS)
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)}; and call: {functions}")
-    if password is None:
-        click.echo(f"note: {role} has no password, so it cannot log in; give --password, or use it from another "
+    if not can_log_in:  # a role given a password before keeps it, and its login
+        click.echo(f"note: {role} cannot log in; give --password, or use it from another "
                    f"login with SET ROLE {role}", err=True)
 
 

@@ -231,17 +231,30 @@ READER_FUNCTIONS = (
 )
 
 
-def grant_reader(url: str, role: str, password: str | None = None) -> None:
-    """Create (or restrict) ROLE so it can only SELECT the documented views and call the search functions."""
+def grant_reader(url: str, role: str, password: str | None = None) -> bool:
+    """Create (or restrict) ROLE so it can only SELECT the documented views and call the search functions.
+    True when the role can log in. A superuser, a role owning the pipeline's tables (revoking its table
+    rights would stop the pipeline) and PostgreSQL's own pg_* roles are refused."""
     from psycopg import sql
 
     if not role.replace("_", "").isalnum() or not role[0].isalpha():
         raise UsageError(f"role name {role!r}: use letters, digits and _ (starting with a letter)", param="ROLE")
+    if role.lower().startswith("pg_"):
+        raise UsageError(f"role name {role!r}: names starting with pg_ are PostgreSQL's own roles", param="ROLE")
     ensure_current(url)
     with psycopg.connect(url) as conn, conn.transaction():
         ident = sql.Identifier(role)
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-        if not exists:
+        found = conn.execute(
+            "SELECT r.rolsuper, EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid "
+            "AND c.relnamespace = current_schema()::regnamespace) OR r.rolname = current_user "
+            "FROM pg_roles r WHERE r.rolname = %s", (role,)).fetchone()
+        if found and found[0]:
+            raise UsageError(f"role {role} is a superuser: it reads everything whatever is granted; "
+                             "choose another name for a read-only role", param="ROLE")
+        if found and found[1]:
+            raise UsageError(f"role {role} owns the pipeline's tables (or is the role running this command): "
+                             "it cannot be made read-only; choose another name", param="ROLE")
+        if not found:
             conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(ident))
         if password is not None:
             conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
@@ -253,6 +266,7 @@ def grant_reader(url: str, role: str, password: str | None = None) -> None:
             conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), ident))
         for fn in READER_FUNCTIONS:  # fixed signatures above, not user input
             conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION " + fn + " TO {}").format(ident))
+        return conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)).fetchone()[0]
 
 
 def _schema(conn: psycopg.Connection) -> str:

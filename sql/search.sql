@@ -242,7 +242,13 @@ COMMENT ON FUNCTION search_text_arm(text[], text[], date, boolean, integer) IS
 CREATE OR REPLACE FUNCTION text_search_exact(query_text text, k integer DEFAULT 10)
 RETURNS TABLE (chunk_id bigint, text_score real)
 -- SECURITY DEFINER: like search_chunks(), callable by a read-only role.
-LANGUAGE sql STABLE SECURITY DEFINER AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
+#variable_conflict use_column
+BEGIN
+    IF k IS NULL OR k < 1 OR k > 1000 THEN  -- as search_chunks() checks it
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', coalesce(k::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
     WITH q AS (
         SELECT array_agg(l.lexeme) AS lexemes, array_agg(bm25_idf(l.ndoc, g.chunks)) AS idfs,
                min(g.avg_length) AS avg_length, string_agg(quote_literal(l.lexeme), ' | ')::tsquery AS tsq
@@ -265,8 +271,9 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $$
         JOIN chunks c ON c.chunk_id = s.chunk_id
         ORDER BY c.version_id, c.article, s.text_score DESC, s.chunk_id
     )
-    SELECT b.chunk_id, b.text_score FROM best b ORDER BY b.text_score DESC, b.chunk_id LIMIT k
-$$;
+    SELECT b.chunk_id, b.text_score FROM best b ORDER BY b.text_score DESC, b.chunk_id LIMIT k;
+END
+$fn$;
 COMMENT ON FUNCTION text_search_exact(text, integer) IS
     'Exact BM25 over the current texts by exhaustion, one row per article: the reference for the text arm.';
 
@@ -280,10 +287,24 @@ DROP FUNCTION IF EXISTS search_chunks(text, vector, text, integer, text[], date,
 -- The sparse arm's query (revision 0008): each feature of the model's sparse vector of the question
 -- times the feature's idf over the model's stored vectors (bm25_idf, as for a lexeme): a latent term
 -- active in most chunks says little, as a common word does. Features no stored vector has are left
--- out (they match nothing). NULL when the model has no sparse vectors.
+-- out (they match nothing). An error when the model has no sparse vectors or another dimension.
 CREATE OR REPLACE FUNCTION sparse_query(model text, query sparsevec) RETURNS sparsevec
 -- SECURITY DEFINER: like search_chunks(), callable by a read-only role.
-LANGUAGE sql STABLE SECURITY DEFINER AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
+#variable_conflict use_column
+DECLARE
+    dims integer := (SELECT m.dimensions FROM sparse_models m WHERE m.model = sparse_query.model);
+BEGIN
+    -- The errors search_chunks() gives for the same arguments, not a NULL that reads as "no match".
+    IF dims IS NULL THEN
+        RAISE EXCEPTION 'no sparse vectors for model % (run pipeline embed with its sparse head)',
+            coalesce(sparse_query.model, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF query IS NULL OR split_part(query::text, '/', 2)::integer <> dims THEN
+        RAISE EXCEPTION 'query has % dimensions, model % has %', coalesce(split_part(query::text, '/', 2), 'NULL'),
+            sparse_query.model, dims USING ERRCODE = '22023';
+    END IF;
+    RETURN (
     SELECT format('{%s}/%s',
                   coalesce(string_agg(q.feature || ':' || (q.value * bm25_idf(f.ndoc, m.vectors))::real, ','
                                       ORDER BY q.feature), ''),
@@ -292,8 +313,9 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $$
     LEFT JOIN sparsevec_entries(query) q ON true
     LEFT JOIN sparse_features f ON f.model = m.model AND f.feature = q.feature
     WHERE m.model = sparse_query.model AND (q.feature IS NULL OR f.ndoc IS NOT NULL)
-    GROUP BY m.dimensions, m.vectors
-$$;
+    GROUP BY m.dimensions, m.vectors);
+END
+$fn$;
 COMMENT ON FUNCTION sparse_query(text, sparsevec) IS
     'The sparse arm''s query: a sparse vector of the question, each feature weighted by its idf over the model''s vectors.';
 
@@ -336,25 +358,58 @@ RETURNS TABLE (
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
 DECLARE
-    n_fetch  integer := coalesce(fetch_k, greatest(4 * k, 40));
+    -- Candidates per arm: fetch_k, at least k (fewer could not fill the k rows asked for).
+    n_fetch  integer := greatest(coalesce(fetch_k, greatest(4 * k, 40)), k);
     vec_cast text := 'vector';
     sp_cast  text := 'sparsevec';
     sp_query sparsevec;  -- query_sparse weighted by idf (sparse_query()); NULL: no sparse arm
     terms    text[];
 BEGIN
-    IF mode NOT IN ('hybrid', 'vector', 'text', 'sparse') THEN
-        RAISE EXCEPTION 'mode must be hybrid, vector, text or sparse, not %', mode USING ERRCODE = '22023';
+    -- Every argument is checked here, NULL included (a NULL compares to nothing and would slip through
+    -- as "no rows" or as a silent default), so that a caller's mistake is an error, not an empty answer.
+    IF mode IS NULL OR mode NOT IN ('hybrid', 'vector', 'text', 'sparse') THEN
+        RAISE EXCEPTION 'mode must be hybrid, vector, text or sparse, not %', coalesce(mode, 'NULL')
+            USING ERRCODE = '22023';
     END IF;
-    IF fusion NOT IN ('rrf', 'convex') THEN
-        RAISE EXCEPTION 'fusion must be rrf or convex, not %', fusion USING ERRCODE = '22023';
+    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
+        RAISE EXCEPTION 'fusion must be rrf or convex, not %', coalesce(fusion, 'NULL') USING ERRCODE = '22023';
     END IF;
-    IF k < 1 OR k > 1000 THEN
-        RAISE EXCEPTION 'k must be between 1 and 1000, not %', k USING ERRCODE = '22023';
+    IF k IS NULL OR k < 1 OR k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, not %', coalesce(k::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF fetch_k < 1 OR fetch_k > 10000 THEN  -- NULL: the default, 4 k (at least 40)
+        RAISE EXCEPTION 'fetch_k must be between 1 and 10000 (or NULL for the default), not %', fetch_k
+            USING ERRCODE = '22023';
+    END IF;
+    IF rrf_k IS NULL OR rrf_k < 0 OR rrf_k > 100000 THEN
+        RAISE EXCEPTION 'rrf_k must be between 0 and 100000, not %', coalesce(rrf_k::text, 'NULL')
+            USING ERRCODE = '22023';
     END IF;
     IF vector_weight IS NULL OR text_weight IS NULL OR sparse_weight IS NULL
-       OR vector_weight < 0 OR text_weight < 0 OR sparse_weight < 0 THEN
-        RAISE EXCEPTION 'vector_weight, text_weight and sparse_weight must be 0 or more, not %, %, %',
-            vector_weight, text_weight, sparse_weight USING ERRCODE = '22023';
+       OR vector_weight < 0 OR text_weight < 0 OR sparse_weight < 0
+       -- NaN is not < 0, and NaN or Infinity would make every score NaN
+       OR 'NaN' IN (vector_weight, text_weight, sparse_weight)
+       OR 'Infinity' IN (vector_weight, text_weight, sparse_weight) THEN
+        RAISE EXCEPTION 'vector_weight, text_weight and sparse_weight must be finite numbers, 0 or more, not %, %, %',
+            coalesce(vector_weight::text, 'NULL'), coalesce(text_weight::text, 'NULL'),
+            coalesce(sparse_weight::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF acts IS NOT NULL THEN
+        -- A misspelt id would select nothing and look like "no matching law".
+        IF cardinality(acts) = 0 THEN
+            RAISE EXCEPTION 'acts is empty: give ELI ids such as DU/2025/277, or NULL for every act'
+                USING ERRCODE = '22023';
+        END IF;
+        DECLARE
+            unknown text := (SELECT coalesce(a, 'NULL') FROM unnest(acts) a
+                             WHERE a IS NULL OR NOT EXISTS (SELECT 1 FROM acts s WHERE s.eli = a OR s.base_eli = a)
+                             LIMIT 1);
+        BEGIN
+            IF unknown IS NOT NULL THEN
+                RAISE EXCEPTION 'act % is not in the database (ELI ids are written as DU/2025/277; current_acts lists them)',
+                    unknown USING ERRCODE = '22023';
+            END IF;
+        END;
     END IF;
     IF mode <> 'hybrid' THEN  -- one arm: its own ranking, whatever weights were given for fusion
         vector_weight := 1.0;
@@ -396,6 +451,9 @@ BEGIN
         IF vector_dims(query_embedding) <> (SELECT m.dimensions FROM embedding_models m WHERE m.model = search_chunks.model) THEN
             RAISE EXCEPTION 'query vector has % dimensions, model % has %', vector_dims(query_embedding), model,
                 (SELECT m.dimensions FROM embedding_models m WHERE m.model = search_chunks.model) USING ERRCODE = '22023';
+        END IF;
+        IF vector_norm(query_embedding) = 0 THEN  -- its cosine similarity to anything is NaN
+            RAISE EXCEPTION 'query_embedding is a zero vector' USING ERRCODE = '22023';
         END IF;
     END IF;
     IF mode IN ('hybrid', 'text') THEN
@@ -529,3 +587,8 @@ BEGIN
                    current_schema());
 END
 $$;
+
+-- Definer-rights functions read the tables for their caller: only the owner and the roles given them
+-- (pipeline db grant-reader) may call them, not every role that can connect, which is PostgreSQL's
+-- default for a new function.
+REVOKE EXECUTE ON FUNCTION search_chunks, text_search_exact(text, integer), sparse_query(text, sparsevec) FROM PUBLIC;

@@ -20,6 +20,7 @@ LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER AS $$
 $$;
 COMMENT ON FUNCTION versions_as_of(date) IS
     'Per base act, the version in force on the given date (NULL: the current one).';
+REVOKE EXECUTE ON FUNCTION versions_as_of(date) FROM PUBLIC;  -- definer's rights: readers are granted it
 
 CREATE OR REPLACE VIEW current_versions AS
     SELECT v.*, a.title, a.act_type, a.status
@@ -64,7 +65,11 @@ COMMENT ON VIEW embedding_texts IS 'Every text that is embedded: chunks and thei
 CREATE OR REPLACE VIEW embedding_status AS
     SELECT m.model, r.dimensions, r.backend,
            (SELECT count(DISTINCT content_sha256) FROM embedding_texts) AS texts,
-           (SELECT count(*) FROM embeddings e WHERE e.model = m.model) AS embedded,
+           -- Texts that have the model's vector: a removed act's vectors are kept (a re-ingest embeds
+           -- nothing again) but are no stored text's, so `embedded` never exceeds `texts`.
+           (SELECT count(*) FROM (SELECT DISTINCT t.content_sha256 FROM embedding_texts t) u
+            WHERE EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = u.content_sha256
+                                                     AND e.model = m.model)) AS embedded,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model) AS queued,
            (SELECT count(*) FROM embedding_queue q WHERE q.model = m.model AND q.last_error IS NOT NULL) AS failing,
            -- The model's sparse term vectors, one per chunk text (revision 0008); NULL: none registered

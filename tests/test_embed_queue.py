@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn, stand_in_vector
-from pipeline import db, embed
+from pipeline import db, embed, store
 
 
 def _env(url: str, ollama: OllamaStandIn, model: str = "bge-m3") -> dict:
@@ -72,6 +72,12 @@ def test_two_workers_drain_one_queue_and_embed_every_text_exactly_once(scratch_u
         # Every chunk of the current texts has its vector.
         assert c.execute("""SELECT count(*) FROM current_chunks c WHERE NOT EXISTS (
             SELECT 1 FROM embeddings e WHERE e.content_sha256 = c.content_sha256 AND e.model = 'bge-m3')""").fetchone()[0] == 0
+
+        # A removed act's vectors stay (a re-ingest embeds nothing) but no longer count as embedded texts.
+        store.remove_act(c, "DU/2026/548")
+        left = c.execute("SELECT count(DISTINCT content_sha256) FROM embedding_texts").fetchone()[0]
+        assert c.execute("SELECT texts, embedded, queued FROM embedding_status").fetchall() == [(left, left, 0)]
+        assert 0 < left < total == c.execute("SELECT count(*) FROM embeddings").fetchone()[0]
 
 
 def test_a_worker_starting_while_another_commits_does_not_embed_a_text_twice(scratch_url):

@@ -312,15 +312,49 @@ def test_one_row_per_article(corpus, embedder):
          "no embeddings for model no-such-model (run pipeline embed)"),
         (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, None, "sum"),
          "fusion must be rrf or convex, not sum"),
+        # NULLs and values that used to pass as an empty answer, NaN scores or a raw executor error
+        (("q", None, None, 5, None, None, False, None), "mode must be hybrid, vector, text or sparse, not NULL"),
+        (("q", None, None, None, None, None, False, "text"), "k must be between 1 and 1000, not NULL"),
+        (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, None, None), "fusion must be rrf or convex, not NULL"),
+        (("q", None, None, 5, None, None, False, "text", -1, 1.0, 1.0, None, "rrf"),
+         "rrf_k must be between 0 and 100000, not -1"),
+        (("q", None, None, 5, None, None, False, "text", None, 1.0, 1.0, None, "rrf"),
+         "rrf_k must be between 0 and 100000, not NULL"),
+        (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, 0, "rrf"),
+         "fetch_k must be between 1 and 10000 (or NULL for the default), not 0"),
+        (("q", None, None, 5, None, None, False, "text", 60, 1.0, 1.0, 100_000_000, "rrf"),
+         "fetch_k must be between 1 and 10000 (or NULL for the default), not 100000000"),
+        (("q", None, None, 5, None, None, False, "text", 60, float("nan"), 1.0, None, "rrf"),
+         "vector_weight, text_weight and sparse_weight must be finite numbers, 0 or more, not NaN, 1, 1"),
+        (("q", None, None, 5, None, None, False, "text", 60, 1.0, float("inf"), None, "convex"),
+         "vector_weight, text_weight and sparse_weight must be finite numbers, 0 or more, not 1, Infinity, 1"),
+        (("q", "{zeros}", "{model}", 5, None, None, False, "vector"), "query_embedding is a zero vector"),
+        # An act filter that matches no stored act is a mistake, not "no matching law".
+        (("q", None, None, 5, ["DU/1999/1"], None, False, "text"),
+         "act DU/1999/1 is not in the database (ELI ids are written as DU/2025/277; current_acts lists them)"),
+        (("q", None, None, 5, ["du/2025/277"], None, False, "text"),
+         "act du/2025/277 is not in the database (ELI ids are written as DU/2025/277; current_acts lists them)"),
+        (("q", None, None, 5, [], None, False, "text"),
+         "acts is empty: give ELI ids such as DU/2025/277, or NULL for every act"),
     ],
 )
 def test_bad_arguments_raise_clear_sql_errors(corpus, embedder, args, message):
-    args = tuple(a.format(model=embedder.name) if isinstance(a, str) else a for a in args)  # the corpus's model
+    zeros = "[" + ",".join(["0"] * embedder.dimensions) + "]"
+    args = tuple(a.format(model=embedder.name, zeros=zeros) if isinstance(a, str) else a for a in args)  # the corpus's model
     sql = SEARCH_SQL if len(args) == 8 else SEARCH_SQL.replace("%s)", "%s, %s, %s, %s, %s, %s)")
     with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
         corpus.execute(sql, args)
     corpus.rollback()
     assert info.value.diag.message_primary == message.format(model=embedder.name, dimensions=embedder.dimensions)
+
+
+def test_text_search_exact_checks_k_as_search_chunks_does(corpus):
+    for k, shown in ((0, "0"), (None, "NULL"), (-3, "-3")):
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
+            corpus.execute("SELECT * FROM text_search_exact('urlop', %s)", (k,))
+        corpus.rollback()
+        assert info.value.diag.message_primary == f"k must be between 1 and 1000, not {shown}"
+    assert len(corpus.execute("SELECT * FROM text_search_exact('urlop', 3)").fetchall()) == 3
 
 
 def test_python_side_rejects_bad_input(corpus):

@@ -224,11 +224,25 @@ def _readme_sql_section() -> str:
     return readme[start:readme.index("\n## ", start + 1)]
 
 
-def test_a_reader_without_a_password_is_told_it_cannot_log_in(url: str) -> None:
+def test_a_reader_without_a_password_is_told_it_cannot_log_in(url: str, reader) -> None:
     done = run_cli("db", "grant-reader", "reader2", env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("role reader2 can read: "), done.stderr
-    assert done.stderr.strip() == ("note: reader2 has no password, so it cannot log in; give --password, "
+    assert done.stderr.strip() == ("note: reader2 cannot log in; give --password, "
                                    "or use it from another login with SET ROLE reader2")
+    # Granted again without --password, a reader keeps the login its password gave it: no such note.
+    again = run_cli("db", "grant-reader", "reader1", env={"DATABASE_URL": url}, timeout=120)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+
+
+@pytest.mark.parametrize(("role", "message"), [
+    ("postgres", "role postgres is a superuser: it reads everything whatever is granted"),
+    ("pg_monitor", "role name 'pg_monitor': names starting with pg_ are PostgreSQL's own roles"),
+])
+def test_grant_reader_refuses_roles_that_cannot_be_read_only(role: str, message: str, url: str) -> None:
+    done = run_cli("db", "grant-reader", role, env={"DATABASE_URL": url}, timeout=120)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    with psycopg.connect(url) as c:  # the owner still reads its tables
+        assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
 
 
 def test_every_view_of_the_readme_table_is_granted() -> None:
@@ -250,8 +264,10 @@ def test_the_readme_sql_examples_run_as_the_reader(reader, url: str) -> None:
         model, vector = admin.execute("SELECT model, embedding::text FROM embeddings LIMIT 1").fetchone()
     for sql in statements:
         # :'qsp' (a sparse vector): this database's model has none stored, so the arm stays empty.
+        # This database holds one act: the examples' Labour Code becomes it (a filter on an act not
+        # stored is an error, not an empty answer).
         sql = sql.replace(":'qvec'", f"'{vector}'").replace(":'qsp'", "'{1:0.5}/16384'") \
-            .replace("'multilingual-e5-small'", f"'{model}'")
+            .replace("'multilingual-e5-small'", f"'{model}'").replace("'DU/2025/277'", f"'{ACT}'")
         reader.execute(sql).fetchall()  # InsufficientPrivilege on anything the role may not read
 
 
@@ -260,9 +276,28 @@ def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
                           "NULL, NULL, false, 'text')").fetchall()
     assert len(rows) == 5 and {r[0] for r in rows} == {ACT}
     assert reader.execute("SELECT count(*) FROM versions_as_of('2030-01-01')").fetchone()[0] == 1
-    # The sparse arm's query function reads tables the role may not: it runs as its owner (NULL: this
-    # database's model has no sparse vectors).
-    assert reader.execute("SELECT sparse_query('bge-m3', '{1:0.5}/4'::sparsevec)").fetchone()[0] is None
+    # The sparse arm's query function reads tables the role may not: it runs as its owner, and says that
+    # this database's model has no sparse vectors (as search_chunks() would), not a NULL.
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="no sparse vectors for model bge-m3"):
+        reader.execute("SELECT sparse_query('bge-m3', '{1:0.5}/4'::sparsevec)")
+
+
+def test_a_role_not_granted_the_functions_cannot_run_them(url: str) -> None:
+    """The definer-rights functions read every text for their caller: PostgreSQL lets any role (PUBLIC)
+    execute a new function, so the interface takes that back; grant-reader gives them by name."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS stranger")
+        admin.execute("CREATE ROLE stranger LOGIN")
+        try:
+            with psycopg.connect(url.replace("postgres:@", "stranger:@", 1), autocommit=True) as c:
+                for sql in ("SELECT * FROM search_chunks('urlop', mode => 'text')", "SELECT * FROM versions_as_of()",
+                            "SELECT * FROM text_search_exact('urlop')",
+                            "SELECT sparse_query('bge-m3', '{1:0.5}/4'::sparsevec)"):
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function"):
+                        c.execute(sql)
+        finally:
+            admin.execute("DROP OWNED BY stranger")
+            admin.execute("DROP ROLE stranger")
 
 
 @pytest.mark.parametrize("sql", [
