@@ -202,7 +202,13 @@ def ensure_current(url: str) -> None:
     """Upgrade to head when behind (cheap check first: one query). At head nothing is written, so a
     read-only standby serves reads; behind, a standby is a DatabaseError that says to migrate the primary."""
     with db.connect(url, autocommit=True) as conn:
-        current = current_revision(conn)
+        try:
+            current = current_revision(conn)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise db.DatabaseError(
+                f"the role in DATABASE_URL may not read the pipeline's tables ({one_line(exc)}): a read-only role "
+                "(pipeline db grant-reader) is for SQL through the views and search_chunks(); the pipeline "
+                "needs the role that owns its tables") from None
         if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
             return
     refuse_newer(current)

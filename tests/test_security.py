@@ -271,6 +271,14 @@ def test_the_readme_sql_examples_run_as_the_reader(reader, url: str) -> None:
         reader.execute(sql).fetchall()  # InsufficientPrivilege on anything the role may not read
 
 
+def test_the_pipeline_as_a_reader_says_it_needs_the_owner(reader, url: str) -> None:
+    done = run_cli("search", "urlop", "--mode", "text", env={"DATABASE_URL": url.replace("postgres:@", "reader1:pw@", 1)},
+                   timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("Error: the role in DATABASE_URL may not read the pipeline's tables "
+                                          "(permission denied for table alembic_version)"), done.stderr
+
+
 def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
     rows = reader.execute("SELECT eli, article FROM search_chunks('adres elektroniczny usługodawcy', NULL, NULL, 5, "
                           "NULL, NULL, false, 'text')").fetchall()
