@@ -189,7 +189,7 @@ def search(
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
                 """
                 SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank
+                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank, version_no, valid_from
                 FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
                                    %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
                 """,
@@ -197,12 +197,6 @@ def search(
                  "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
                  "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
             ).fetchall()
-            if hits:
-                versions = dict((r[0], r[1:]) for r in conn.execute(
-                    "SELECT c.chunk_id, v.version_no, v.valid_from FROM chunks c JOIN act_versions v USING (version_id) "
-                    "WHERE c.chunk_id = ANY(%s)", ([h.chunk_id for h in hits],)))
-                for h in hits:
-                    h.version_no, h.valid_from = versions[h.chunk_id]
     except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
         raise _search_chunks_error(conn, exc, model) from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.

@@ -16,6 +16,13 @@ CREATE OR REPLACE VIEW act_currency AS
     ) v ON true;
 COMMENT ON VIEW act_currency IS
     'Every stored act with its currency: text as of, amendments after it, in force, last checked.';
+COMMENT ON COLUMN act_currency.in_force IS 'As the ELI API says: IN_FORCE, NOT_IN_FORCE or UNKNOWN.';
+COMMENT ON COLUMN act_currency.text_as_of IS 'The valid_from of the act''s latest stored version.';
+COMMENT ON COLUMN act_currency.amended_after IS
+    'Amending acts the API lists after the stored text: jsonb [{eli, date, date_of}] (NULL: the record says nothing).';
+COMMENT ON COLUMN act_currency.amendments_after IS 'How many amended_after lists.';
+COMMENT ON COLUMN act_currency.is_current IS 'Whether this act holds its base act''s current text (versions_as_of(NULL)).';
+COMMENT ON COLUMN act_currency.checked_at IS 'When ingest or sync last read its ELI record (NULL: never, e.g. a local file).';
 
 CREATE OR REPLACE VIEW current_acts AS
     SELECT * FROM act_currency WHERE is_current;

@@ -319,6 +319,26 @@ $fn$;
 COMMENT ON FUNCTION sparse_query(text, sparsevec) IS
     'The sparse arm''s query: a sparse vector of the question, each feature weighted by its idf over the model''s vectors.';
 
+-- The rows gained base_eli, version_no and valid_from (2026-12-02: an as-of search says which text
+-- each hit comes from, and a reader, who may not read act_versions, can cite it). A function's row
+-- type cannot be replaced, so an older search_chunks is dropped here and the roles that could call it
+-- are granted the new one below (grant-reader's grants would otherwise be lost).
+CREATE TEMP TABLE IF NOT EXISTS search_chunks_grantees (role name) ON COMMIT DROP;
+DO $$
+DECLARE
+    fn oid := (SELECT p.oid FROM pg_proc p
+               WHERE p.proname = 'search_chunks' AND p.pronamespace = current_schema()::regnamespace);
+BEGIN
+    IF fn IS NOT NULL AND pg_get_function_result(fn) NOT LIKE '%valid_from%' THEN
+        INSERT INTO search_chunks_grantees
+            SELECT r.rolname FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) x
+            JOIN pg_roles r ON r.oid = x.grantee  -- PUBLIC (0) has no row: it is not given the new one
+            WHERE p.oid = fn AND x.privilege_type = 'EXECUTE' AND x.grantee <> p.proowner;
+        EXECUTE 'DROP FUNCTION ' || fn::regprocedure;
+    END IF;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION search_chunks(
     query_text       text,
     query_embedding  vector  DEFAULT NULL,
@@ -353,7 +373,10 @@ RETURNS TABLE (
     best_similarity double precision, -- the vector arm's best similarity, on every row: what a
                                       -- refusal threshold compares (the fused top k may hold none)
     sparse_score double precision,    -- inner product with the idf-weighted sparse query (sparse arm)
-    sparse_rank  integer              -- rank in the sparse arm
+    sparse_rank  integer,             -- rank in the sparse arm
+    base_eli     text,                -- the act this text is of (a consolidated text's base act, else eli)
+    version_no   integer,             -- the stored version of eli the hit is from (as_of picks older ones)
+    valid_from   date                 -- the date from which that version's text states the law
 )
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
@@ -441,7 +464,9 @@ BEGIN
     END IF;
     IF mode IN ('hybrid', 'vector') THEN
         IF query_embedding IS NULL OR model IS NULL THEN
-            RAISE EXCEPTION '% search needs query_embedding and model', mode USING ERRCODE = '22023';
+            RAISE EXCEPTION '% search needs query_embedding and model; % NULL', mode,
+                CASE WHEN model IS NOT NULL THEN 'query_embedding is' WHEN query_embedding IS NOT NULL THEN 'model is'
+                     ELSE 'both are' END USING ERRCODE = '22023';
         END IF;
         SELECT format('%s(%s)', m.index_type, m.dimensions) INTO vec_cast
         FROM embedding_models m WHERE m.model = search_chunks.model;
@@ -562,7 +587,8 @@ BEGIN
         )
         SELECT b.chunk_id, v.eli, a.title, b.article, b.part, b.text,
                b.similarity, b.text_score, b.score, b.vector_rank, b.text_rank,
-               (SELECT max(vec.similarity) FROM vec), b.sparse_score, b.sparse_rank
+               (SELECT max(vec.similarity) FROM vec), b.sparse_score, b.sparse_rank,
+               v.base_eli, v.version_no, v.valid_from
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
@@ -592,3 +618,12 @@ $$;
 -- (pipeline db grant-reader) may call them, not every role that can connect, which is PostgreSQL's
 -- default for a new function.
 REVOKE EXECUTE ON FUNCTION search_chunks, text_search_exact(text, integer), sparse_query(text, sparsevec) FROM PUBLIC;
+DO $$
+DECLARE
+    r name;
+BEGIN
+    FOR r IN SELECT role FROM search_chunks_grantees LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION search_chunks TO %I', r);
+    END LOOP;
+END
+$$;

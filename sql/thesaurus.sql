@@ -7,6 +7,8 @@ CREATE TABLE IF NOT EXISTS thesaurus (
     source    text NOT NULL DEFAULT 'user' CHECK (source IN ('file', 'user')),
     PRIMARY KEY (term, expansion)
 );
+COMMENT ON TABLE thesaurus IS
+    'Colloquial term -> statutory wording added to a question''s search (source: file = shipped, re-synced on upgrade; user = yours, kept).';
 
 -- Statutory wording for the colloquial terms of a question: the expansions of every thesaurus
 -- term whose base forms all occur in it ("mama" -> "osoba bliska"). NULL when none applies.

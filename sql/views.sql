@@ -19,7 +19,7 @@ LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER AS $$
     ORDER BY v.base_eli, v.valid_from DESC NULLS LAST, v.version_id DESC
 $$;
 COMMENT ON FUNCTION versions_as_of(date) IS
-    'Per base act, the version in force on the given date (NULL: the current one).';
+    'Per base act, the version in force on the given date (NULL: the current one); a text whose metadata gives no date counts from the start of its publication year.';
 REVOKE EXECUTE ON FUNCTION versions_as_of(date) FROM PUBLIC;  -- definer's rights: readers are granted it
 
 CREATE OR REPLACE VIEW current_versions AS
@@ -30,10 +30,12 @@ COMMENT ON VIEW current_versions IS 'The current text (version) of every act.';
 
 CREATE OR REPLACE VIEW current_articles AS
     SELECT v.eli, v.title AS act_title, ar.article, ar.ordinal, ar.heading_path, ar.repealed, ar.text,
-           v.version_id, v.version_no, v.valid_from
+           v.version_id, v.version_no, v.valid_from, v.base_eli  -- base_eli: added last (a view keeps its columns)
     FROM current_versions v
     JOIN articles ar USING (version_id);
-COMMENT ON VIEW current_articles IS 'Every article of the current text of every act, in order.';
+COMMENT ON VIEW current_articles IS 'Every article of the current text of every act (ORDER BY eli, ordinal for the act''s order).';
+COMMENT ON COLUMN current_articles.ordinal IS 'Position of the article in its act, from 1.';
+COMMENT ON COLUMN current_articles.repealed IS 'No text in force: "(uchylony)", "(utracił moc)", or a bare label.';
 
 -- Older texts too: joined to versions_as_of(date), the articles in force on a date.
 CREATE OR REPLACE VIEW version_articles AS
@@ -41,11 +43,12 @@ CREATE OR REPLACE VIEW version_articles AS
            ar.repealed, ar.text
     FROM act_versions v
     JOIN articles ar USING (version_id);
-COMMENT ON VIEW version_articles IS 'Every article of every stored version (current and older texts), in order.';
+COMMENT ON VIEW version_articles IS 'Every article of every stored version, current and older texts (ORDER BY version_id, ordinal for the act''s order).';
+COMMENT ON COLUMN version_articles.valid_from IS 'The date from which the version''s text states the law (NULL: its metadata gives none).';
 
 CREATE OR REPLACE VIEW current_chunks AS
     SELECT c.chunk_id, v.eli, v.title AS act_title, c.article, c.part, c.part_count, c.repealed,
-           c.text, c.content_sha256, c.version_id, v.version_no, v.valid_from
+           c.text, c.content_sha256, c.version_id, v.version_no, v.valid_from, v.base_eli
     FROM current_versions v
     JOIN chunks c USING (version_id);
 COMMENT ON VIEW current_chunks IS 'Search units (articles or parts of long articles) of the current texts.';

@@ -91,6 +91,43 @@ def test_a_read_only_database_at_head_serves_reads_and_behind_says_to_migrate_th
     schema.ensure_current(url)  # the primary migrates as before
 
 
+def test_a_reader_keeps_search_chunks_when_its_row_type_grows(server_url):
+    """search_chunks' rows gained base_eli, version_no and valid_from: the interface drops the older
+    function (a row type cannot be replaced) and grants the new one to the roles that had the old one."""
+    url = create_database(server_url, "row_type")
+    schema.grant_reader(url, "row_type_reader")
+    with psycopg.connect(url, autocommit=True) as c:
+        args = c.execute("SELECT pg_get_function_identity_arguments(oid) FROM pg_proc "
+                         "WHERE proname = 'search_chunks'").fetchone()[0]
+        c.execute(f"DROP FUNCTION search_chunks({args})")  # as it was before: fewer columns
+        c.execute(f"CREATE FUNCTION search_chunks({args}) RETURNS TABLE (chunk_id bigint) LANGUAGE sql "
+                  "AS 'SELECT 1::bigint'")
+        c.execute("REVOKE EXECUTE ON FUNCTION search_chunks FROM PUBLIC")
+        c.execute("GRANT EXECUTE ON FUNCTION search_chunks TO row_type_reader")
+    assert schema.apply_interface(url, force=True)
+    with psycopg.connect(url, autocommit=True) as c:
+        assert "valid_from date" in c.execute("SELECT pg_get_function_result(oid) FROM pg_proc "
+                                              "WHERE proname = 'search_chunks'").fetchone()[0]
+        c.execute("SET ROLE row_type_reader")
+        assert c.execute("SELECT count(*) FROM search_chunks('urlop', mode => 'text')").fetchone()[0] == 0
+        c.execute("RESET ROLE")
+        c.execute("DROP OWNED BY row_type_reader")
+        c.execute("DROP ROLE row_type_reader")
+
+
+def test_every_documented_view_and_function_has_a_comment(conn):
+    """The public interface describes itself in the catalogue (\\dv+, \\df+), as README's table does."""
+    missing = [view for view in schema.READER_VIEWS
+               if not conn.execute("SELECT obj_description(%s::regclass)", (view,)).fetchone()[0]]
+    missing += [fn for fn in schema.READER_FUNCTIONS if not conn.execute(
+        "SELECT bool_and(obj_description(oid, 'pg_proc') IS NOT NULL) FROM pg_proc WHERE proname = %s",
+        (fn.split("(")[0],)).fetchone()[0]]
+    assert missing == []
+    assert "IN_FORCE" in conn.execute("SELECT col_description('act_currency'::regclass, "
+                                      "(SELECT attnum FROM pg_attribute WHERE attrelid = 'act_currency'::regclass "
+                                      "AND attname = 'in_force'))").fetchone()[0]
+
+
 def test_vector_extension_and_per_model_hnsw_index(conn):
     version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
     assert tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)

@@ -305,7 +305,9 @@ def test_one_row_per_article(corpus, embedder):
         (("q", None, None, 5, None, None, False, "fuzzy"), "mode must be hybrid, vector, text or sparse, not fuzzy"),
         (("q", None, None, 0, None, None, False, "text"), "k must be between 1 and 1000, not 0"),
         (("q", None, None, 1001, None, None, False, "text"), "k must be between 1 and 1000, not 1001"),
-        (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model"),
+        (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model; both are NULL"),
+        (("q", None, "{model}", 5, None, None, False, "vector"),
+         "vector search needs query_embedding and model; query_embedding is NULL"),
         (("q", "[1,0,0]", "{model}", 5, None, None, False, "vector"),
          "query vector has 3 dimensions, model {model} has {dimensions}"),
         (("q", "[1,0,0]", "no-such-model", 5, None, None, False, "vector"),
@@ -398,10 +400,13 @@ def test_search_json_hits_carry_rank_and_citation(versions):
     assert all(h["citation"] == f"[{h['act']}, art. {h['article']}]" for h in hits)
 
 
-def test_injection_in_an_act_id_matches_nothing_in_sql(corpus):
-    rows = corpus.execute(SEARCH_SQL, ("urlop", None, None, 5, [INJECTED_ACT], None, False, "text")).fetchall()
+def test_injection_in_an_act_id_is_only_a_name_that_is_not_stored(corpus):
+    before = _table_counts(corpus)
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as info:
+        corpus.execute(SEARCH_SQL, ("urlop", None, None, 5, [INJECTED_ACT], None, False, "text"))
     corpus.rollback()
-    assert rows == []
+    assert info.value.diag.message_primary.startswith(f"act {INJECTED_ACT} is not in the database")
+    assert _table_counts(corpus) == before
 
 
 def test_injection_in_an_act_id_is_a_one_line_cli_error(stand_in_corpus_url, embedding_stand_in):

@@ -280,9 +280,12 @@ def test_the_pipeline_as_a_reader_says_it_needs_the_owner(reader, url: str) -> N
 
 
 def test_reader_can_search_in_text_mode_and_as_of(reader) -> None:
-    rows = reader.execute("SELECT eli, article FROM search_chunks('adres elektroniczny usługodawcy', NULL, NULL, 5, "
-                          "NULL, NULL, false, 'text')").fetchall()
+    rows = reader.execute("SELECT eli, article, base_eli, version_no, valid_from FROM search_chunks("
+                          "'adres elektroniczny usługodawcy', NULL, NULL, 5, NULL, NULL, false, 'text')").fetchall()
     assert len(rows) == 5 and {r[0] for r in rows} == {ACT}
+    # Which text each hit is from, which a reader cannot look up in act_versions itself.
+    assert {r[2:] for r in rows} == set(reader.execute(
+        "SELECT base_eli, version_no, valid_from FROM current_versions WHERE eli = %s", (ACT,)).fetchall())
     assert reader.execute("SELECT count(*) FROM versions_as_of('2030-01-01')").fetchone()[0] == 1
     # The sparse arm's query function reads tables the role may not: it runs as its owner, and says that
     # this database's model has no sparse vectors (as search_chunks() would), not a NULL.

@@ -220,7 +220,7 @@ def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_ag
 
 def test_the_sparse_arm_checks_what_sql_callers_give_it(conn, embedded_with_head):
     model = embedded_with_head
-    with pytest.raises(UsageError, match="must be 0 or more"):
+    with pytest.raises(UsageError, match="must be finite numbers, 0 or more"):
         search(conn, QUESTION, model, sparse_weight=-1)
     # A chunk that shares no feature with the question is no candidate (the index scan returned chunks
     # at 0); a question with no feature any stored vector has finds nothing.
