@@ -162,6 +162,9 @@ def env(server_url, tmp_path_factory):
                "env": {"DATABASE_URL": url, "ELI_API_URL": server.url}}
 
 
+STAND_IN_MODEL = "stand-in-64"
+
+
 def _cli(env: dict, *args: str, **extra: str):
     result = run_cli(*args, env={**env["env"], **extra})
     assert "Traceback" not in result.stderr, result.stderr
@@ -249,8 +252,9 @@ def test_sync_stores_changed_metadata_when_the_text_is_unchanged(env):
 
 
 def test_ask_warns_on_the_labour_code_and_tells_the_model(env):
-    with OllamaStandIn({"bge-m3": 1024}) as ollama:
-        embed_env = {"EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url, "EMBED_MODEL": "bge-m3",
+    # A small stand-in model: what is tested is the currency, not the vectors (1024-d took ~9 s more).
+    with OllamaStandIn({STAND_IN_MODEL: 64}) as ollama:
+        embed_env = {"EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url, "EMBED_MODEL": STAND_IN_MODEL,
                      "ANSWER_MIN_SIMILARITY": "-1"}
         assert _cli(env, "embed", **embed_env).returncode == 0
         reply = "Pracownikowi przysługuje 26 dni urlopu po 10 latach pracy [DU/2025/277, art. 154]."
@@ -318,9 +322,9 @@ def test_sync_ingests_a_newer_consolidated_text_and_sees_an_act_go_out_of_force(
     # The new consolidated text's changes are against the text it follows (the 2025 one), not empty.
     assert "1" in changes["changed"] and "154" in changes["removed"], {k: v[:5] for k, v in changes.items()}
 
-    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+    with OllamaStandIn({STAND_IN_MODEL: 64}) as ollama:
         asked = _cli(env, "ask", "Jakie prawa ma pacjent w szpitalu?", "--act", PATIENT_RIGHTS, "--offline",
-                     EMBED_BACKEND="ollama", OLLAMA_URL=ollama.url, EMBED_MODEL="bge-m3", ANSWER_MIN_SIMILARITY="-1")
+                     EMBED_BACKEND="ollama", OLLAMA_URL=ollama.url, EMBED_MODEL=STAND_IN_MODEL, ANSWER_MIN_SIMILARITY="-1")
     assert asked.returncode == 0, asked.stderr
     assert "Uwaga: DU/2024/581 nie obowiązuje od 2026-10-01" in asked.stderr
 
