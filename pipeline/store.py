@@ -20,8 +20,8 @@ from psycopg.types.json import Jsonb
 
 from . import chunk as chunking
 from . import currency
-from .db import pid_alive
 from .act_id import parse_act_id
+from .db import pid_alive
 from .embed import enqueue_missing
 from .errors import IngestError
 from .parse.model import Article, ParsedAct

@@ -93,14 +93,14 @@ def ingest_latest(
     missing), the act itself is ingested with a warning, as sync checks it."""
     try:
         meta = client.meta(act)
-    except FetchError as exc:
+    except FetchError as exc:  # a malformed id too (InvalidActId)
         return IngestResult(act=act, status="failed", error=one_line(exc))
+    unresolved: FetchError | None = None
     try:
         found = resolve_newest(client, act, meta=meta)
     except FetchError as exc:
-        found, unresolved = Resolution(str(parse_act_id(act)), store.base_eli(meta), str(parse_act_id(act)), "none"), exc
-    else:
-        unresolved = None
+        eli = str(parse_act_id(act))
+        found, unresolved = Resolution(eli, store.base_eli(meta), eli, "none"), exc
     if progress and found.newest != found.requested:
         progress(f"{found.requested}: newest consolidated text is {found.newest} (via {found.via})")
     result = ingest_act(conn, url, found.newest, model=model, archive_dir=archive_dir, client=client,
