@@ -34,7 +34,9 @@ _CITATION_RE = re.compile(
 
 def parse_act_id(text: str) -> ActId:
     """Parse "DU/2025/277", "du/2025/277" or "Dz.U. 2025 poz. 277" into an ActId."""
-    s = (text or "").strip()
+    if not isinstance(text, str):
+        raise InvalidActId(f"invalid act id {text!r}: an act id is a string such as 'DU/2025/277'")
+    s = text.strip()
     if m := _ELI_RE.fullmatch(s):
         pub, year, pos = m.group(1).upper(), int(m.group(2)), int(m.group(3))
     elif m := _CITATION_RE.fullmatch(s):

@@ -353,6 +353,10 @@ def _cost(usage, config: ChatConfig) -> float | None:
     return (usage.prompt_tokens * config.price_in + usage.completion_tokens * config.price_out) / 1e6
 
 
+class _CallerFailed(Exception):
+    """The caller's on_token raised: its exception (the cause) is passed on as it is."""
+
+
 def generate(
     question: str,
     fragments: list[Fragment],
@@ -371,6 +375,14 @@ def generate(
 
     model, usage, finish = None, None, None
     parts: list[str] = []
+
+    def emit(piece: str) -> None:
+        if on_token:
+            try:
+                on_token(piece)
+            except Exception as exc:  # the caller's own (its client left, say): not the model server's
+                raise _CallerFailed() from exc
+
     try:
         if stream:
             for chunk in response:
@@ -381,15 +393,20 @@ def generate(
                     piece = choice.delta.content if choice.delta else None
                     if piece:
                         parts.append(piece)
-                        if on_token:
-                            on_token(piece)
+                        emit(piece)
+            if parts and finish is None:
+                # The stream ended without its last chunk (every OpenAI-compatible server ends with a
+                # finish_reason): a connection closed mid-answer, not a whole answer.
+                raise AnswerError("the stream ended without a finish_reason")
         else:
             model, usage = response.model, response.usage
             if response.choices:
                 finish = response.choices[0].finish_reason
                 parts.append(response.choices[0].message.content or "")
-                if on_token and parts[0]:
-                    on_token(parts[0])
+                if parts[0]:
+                    emit(parts[0])
+    except _CallerFailed as failed:
+        raise failed.__cause__  # type: ignore[misc]
     except Exception as exc:
         error = _explain(exc, config)  # an AnswerError passes through as it is
         if parts:  # the stream broke off: what arrived (and was printed) is not the whole answer

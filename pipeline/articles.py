@@ -68,6 +68,8 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
 
 def canonical_article(text: str) -> str:
     """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '154 § 1 pkt 2' -> '154'."""
+    if not isinstance(text, str):  # 154 as a number: the caller's mistake, not a missing article
+        raise UsageError(f"an article number is a string such as '154' or '151^1', not {type(text).__name__}")
     s = text.strip()
     s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE)
     # "154 § 1 pkt 2", "23 ust. 1": the unit a reader cites; the whole article is what is stored.

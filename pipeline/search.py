@@ -105,6 +105,10 @@ def check_question(query: object) -> None:
         raise UsageError("the question is empty")
     if "\x00" in query:
         raise UsageError("the question contains a NUL character")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, e.g. from JSON's "\udc80": PostgreSQL cannot take it
+        raise UsageError("the question is not valid Unicode text (it holds a lone surrogate)") from None
     if len(query) > MAX_QUESTION_CHARS:
         raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
                          "ask about one thing, in a few sentences")
@@ -330,7 +334,8 @@ def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | No
                    acts: Sequence[str], as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
     """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
     try:
-        return search(conn, query, embedder, k=k, mode=mode, acts=list(acts) or None, as_of=as_of,
-                      include_repealed=include_repealed)
+        # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
+        return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
+                      acts=acts if isinstance(acts, str) else list(acts or ()) or None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -342,6 +342,7 @@ def run(
         if embedder is not None:  # the new versions' texts only, as ingest embeds (not a --no-embed backlog)
             versions = [v for r in report.results
                         if r.status == "new version" and (v := version_id(conn, r.current or r.act, r.version))]
+            conn.rollback()  # reads only: drain_queue commits batches of its own
             drain_queue(conn, embedder, progress=embed_progress, versions=versions)
     finally:
         conn.close()

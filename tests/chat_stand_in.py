@@ -52,6 +52,7 @@ class ChatStandIn:
         api_key: str | None = None,
         chunk_chars: int = 7,
         stall_after: int | None = None,
+        close_after: int | None = None,
     ) -> None:
         self.reply = reply
         self.model = model
@@ -61,6 +62,7 @@ class ChatStandIn:
         self.api_key = api_key
         self.chunk_chars = chunk_chars
         self.stall_after = stall_after
+        self.close_after = close_after  # stream that many chunks, then close the connection (no finish_reason)
         self.requests: list[Recorded] = []
         self.usage: dict | None = None  # the usage of the last answer
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -181,6 +183,8 @@ class ChatStandIn:
                 for n, i in enumerate(range(0, len(text), step)):
                     if n == stand_in.stall_after:
                         time.sleep(stand_in.delay)
+                        return
+                    if n == stand_in.close_after:
                         return
                     send(chunk({"content": text[i : i + step]}))
                 send(chunk({}, "stop"))

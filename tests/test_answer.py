@@ -96,6 +96,27 @@ def test_build_messages_marks_later_parts():
     assert "Fragment 1: [DU/2025/277, art. 151^1] (część 2)\n§ 3. Dalsza część artykułu." in user
 
 
+def test_a_stream_closed_before_its_last_chunk_is_not_an_answer():
+    """Cut after a citation, what arrived would read as a whole, cited answer: the stream's missing
+    finish_reason is what tells."""
+    with ChatStandIn(REPLY, chunk_chars=5, close_after=3) as server:
+        with pytest.raises(AnswerError) as cut:
+            generate(QUESTION, FRAGMENTS, config_for(server))
+    assert str(cut.value) == "the answer was cut off after 15 characters: the stream ended without a finish_reason"
+
+
+def test_the_callers_own_error_in_on_token_comes_out_as_it_is():
+    class ClientGone(Exception):
+        pass
+
+    def on_token(piece: str) -> None:
+        raise ClientGone("the client disconnected")
+
+    with ChatStandIn(REPLY, chunk_chars=5) as server:
+        with pytest.raises(ClientGone, match="the client disconnected"):
+            generate(QUESTION, FRAGMENTS, config_for(server), on_token=on_token)
+
+
 def test_streamed_answer_is_assembled_with_citations_tokens_and_cost():
     tokens: list[str] = []
     with ChatStandIn(REPLY, chunk_chars=5) as server:

@@ -99,6 +99,8 @@ def test_readers_leave_an_idle_connection_idle(service_conn):
     ({"k": 0}, "k must be"), ({"k": 100_000}, "k must be"), ({"query": "urlop\x00"}, "NUL"),
     ({"query": "  "}, "empty"), ({"mode": "fuzzy"}, "mode must be"), ({"as_of": "2025-01-01"}, "as_of must be"),
     ({"mode": "vector", "embedder": None}, "needs an embedder"), ({"acts": ["DU/1990/1"]}, "not in the database"), ({"acts": ["DU/1900/1"]}, "invalid act id"),
+    # what a JSON body can carry: a lone surrogate ("\udc80"), a number for an act id
+    ({"query": "urlop \udc80"}, "lone surrogate"), ({"acts": [581]}, "an act id is a string"),
 ])
 def test_bad_input_is_a_usage_error_and_the_connection_stays_usable(service_conn, kwargs, message):
     call = {"query": QUESTION, "embedder": StandInEmbedder(), **kwargs}
@@ -109,6 +111,69 @@ def test_bad_input_is_a_usage_error_and_the_connection_stays_usable(service_conn
     assert service_conn.info.transaction_status == INTRANS  # not INERROR: the caller's work is intact
     assert service_conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 1
     service_conn.rollback()
+
+
+def test_a_connection_with_another_row_factory_reads_the_same(service_conn, stand_in_corpus_url):
+    """A service's pool may hand out dict rows: the library reads by position whatever it is set to
+    (list_acts gave the column names as values), and gives the connection back as it was."""
+    from psycopg.rows import dict_row
+
+    expected = (articles.list_acts(service_conn), articles.get_article(service_conn, "DU/2025/277", "154"),
+                [h.to_dict() for h in search.search(service_conn, QUESTION, StandInEmbedder(), k=3)])
+    with psycopg.connect(stand_in_corpus_url, row_factory=dict_row) as rows_as_dicts:
+        got = (articles.list_acts(rows_as_dicts), articles.get_article(rows_as_dicts, "DU/2025/277", "154"),
+               [h.to_dict() for h in search.search(rows_as_dicts, QUESTION, StandInEmbedder(), k=3)])
+        assert rows_as_dicts.row_factory is dict_row
+        assert rows_as_dicts.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+    assert got == expected
+
+
+def test_a_failed_or_broken_connection_is_a_pipeline_error(service_conn):
+    from pipeline.errors import ConnectionLost
+
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        service_conn.execute("SELECT 1 / 0")
+    with pytest.raises(UsageError, match="in a failed transaction .*: roll it back first"):
+        articles.list_acts(service_conn)
+    service_conn.rollback()
+    assert articles.list_acts(service_conn)
+    pid = service_conn.info.backend_pid
+    with psycopg.connect(service_conn.info.dsn, autocommit=True) as admin:  # the server ends it (a restart)
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(ConnectionLost, match="the database connection failed"):
+        search.search(service_conn, QUESTION, StandInEmbedder(), k=3)
+
+
+def test_drain_queue_refuses_to_commit_the_callers_work(scratch_url):
+    from pipeline import db, embed
+
+    with db.connect(scratch_url) as conn:
+        conn.execute("CREATE TEMP TABLE mine (x int)")
+        conn.commit()
+        conn.execute("INSERT INTO mine VALUES (42)")  # uncommitted: drain_queue commits its batches
+        with pytest.raises(UsageError, match="no transaction open"):
+            embed.drain_queue(conn, StandInEmbedder())
+        conn.rollback()
+        assert conn.execute("SELECT count(*) FROM mine").fetchone()[0] == 0
+
+
+def test_wrong_types_for_an_article_or_the_acts_of_an_answer_are_usage_errors(service_conn):
+    from pipeline.answer import ChatConfig, answer_question
+
+    with pytest.raises(UsageError, match="an article number is a string such as '154'"):
+        articles.get_article(service_conn, "DU/2025/277", 154)
+    config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
+    with pytest.raises(UsageError, match="acts must be a list of act ids"):  # not "invalid act id 'D'"
+        answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts="DU/2025/277", offline=True)
+    asked = answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts=None, offline=True)
+    assert asked.to_dict()["fragments"]  # None is every act, as for search
+    assert service_conn.info.transaction_status == IDLE
+
+
+def test_an_error_quoting_a_huge_input_stays_short(service_conn):
+    with pytest.raises(ArticleNotFound) as caught:
+        articles.get_article(service_conn, "DU/2025/277", "9" * 10_000)
+    assert len(str(caught.value)) <= 500 and str(caught.value).startswith("DU/2025/277 has no art. 999")
 
 
 def test_ingest_refuses_a_connection_with_a_transaction_open(scratch_url, tmp_path: Path):

@@ -12,6 +12,8 @@ import itertools
 import logging
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pypdf import PdfReader
@@ -22,8 +24,19 @@ from pipeline.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
 from pipeline.parse.numbering import NUMBER, expand_range, split_range
 from pipeline.parse.text import join_hyphenated, join_lines, normalize_spaces
 
-# pypdf logs every recoverable oddity of a PDF as a warning; they are noise here.
-logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+@contextmanager
+def _pypdf_quiet() -> Iterator[None]:
+    """pypdf logs every recoverable oddity of a PDF as a warning; they are noise here. Quiet while
+    this module parses only: the pypdf logger of the process that imports the library stays its own."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 _SUP_MAX_RATIO = 0.85  # a run smaller than this fraction of its line is a superscript
 _FOOTNOTE_RATIO = 0.93  # lines smaller than this fraction of the body size are footnotes
@@ -76,6 +89,11 @@ class _Block:
 
 def parse_pdf(data: bytes) -> ParsedAct:
     """Parse the bytes of a Dziennik Ustaw PDF into its top-level articles."""
+    with _pypdf_quiet():
+        return _parse_pdf(data)
+
+
+def _parse_pdf(data: bytes) -> ParsedAct:
     reader = _open(data)
     pages = len(reader.pages)
     lines: list[_Line] = []
