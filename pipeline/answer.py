@@ -353,6 +353,9 @@ def _cost(usage, config: ChatConfig) -> float | None:
     return (usage.prompt_tokens * config.price_in + usage.completion_tokens * config.price_out) / 1e6
 
 
+MAX_FRAGMENTS = 100  # the most fragments an answer sends the model (as `ask -k` allows): each costs tokens
+
+
 class _CallerFailed(Exception):
     """The caller's on_token raised: its exception (the cause) is passed on as it is."""
 
@@ -547,6 +550,9 @@ def answer_question(
     from .search import check_question, checked_search, search_gaps
 
     check_question(question)  # before a rewrite sends it anywhere
+    if isinstance(k, int) and not isinstance(k, bool) and k > MAX_FRAGMENTS:  # other bad k: search says
+        raise UsageError(f"k must be a whole number from 1 to {MAX_FRAGMENTS} for an answer: each fragment "
+                         "is sent to the model")
     use_model = config.configured and not offline
     searched = question
     if rewrite:

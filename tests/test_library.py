@@ -165,6 +165,8 @@ def test_wrong_types_for_an_article_or_the_acts_of_an_answer_are_usage_errors(se
     config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
     with pytest.raises(UsageError, match="acts must be a list of act ids"):  # not "invalid act id 'D'"
         answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts="DU/2025/277", offline=True)
+    with pytest.raises(UsageError, match="k must be a whole number from 1 to 100 for an answer"):
+        answer_question(service_conn, StandInEmbedder(), QUESTION, config, k=1000, offline=True)
     asked = answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts=None, offline=True)
     assert asked.to_dict()["fragments"]  # None is every act, as for search
     assert service_conn.info.transaction_status == IDLE
