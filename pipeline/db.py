@@ -276,6 +276,14 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     return conn
 
 
+def require_no_transaction(conn: psycopg.Connection, doing: str) -> None:
+    """A UsageError unless ``conn`` has no transaction open. For library calls that commit work of their
+    own (an act, batches of vectors): they would commit the caller's uncommitted work with theirs, or,
+    inside its transaction, "commit" what the caller could still roll back."""
+    if conn.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        raise UsageError(f"{doing} needs a connection with no transaction open: commit or roll back first")
+
+
 @contextmanager
 def reading(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
     """Where the library's read functions run, so that they never end a transaction they did not

@@ -26,9 +26,8 @@ import numpy as np
 import psycopg
 from psycopg.rows import class_row
 
-from .db import sparsevec_literal
+from .db import require_no_transaction, sparsevec_literal
 from .embedders import Embedder, EmbedderError, embedder_from_env, sparse_head
-from .errors import UsageError
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).
@@ -273,9 +272,7 @@ def drain_queue(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int
     commits each batch, so it needs a connection with no transaction open: a caller's uncommitted
     work would be committed with the first batch (a UsageError says so instead).
     """
-    if conn.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
-        raise UsageError("drain_queue commits each batch of vectors: give it a connection with no transaction "
-                         "open (commit or roll back first)")
+    require_no_transaction(conn, "drain_queue (it commits each batch of vectors)")
     register(conn, embedder)
     total = queued(conn, embedder.name, versions)
     conn.commit()

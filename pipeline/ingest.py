@@ -19,6 +19,7 @@ from . import store
 from .errors import EmbedderError, IngestError, UsageError, one_line
 from .act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
 from .config import settings
+from .db import require_no_transaction
 from .embed import ProgressFactory, drain_queue, queued
 from .embedders import configured_model, embedder_from_env
 from .fetch import EliClient, FetchError, fetch_act, has_text
@@ -192,10 +193,9 @@ def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
                 work: Callable[[], IngestResult]) -> IngestResult:
     """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
     anything else (a bug, Ctrl-C) marks the run failed and propagates."""
-    if conn.info.transaction_status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
-        # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
-        # that the caller could still roll back, while ingest_runs already said "new".
-        raise UsageError("ingest needs a connection with no transaction open: commit or roll back first")
+    # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
+    # that the caller could still roll back, while ingest_runs already said "new".
+    require_no_transaction(conn, "ingest")
     t0 = time.perf_counter()
     run_id = store.start_run(url, eli, source)
     try:

@@ -25,7 +25,6 @@ from pipeline.parse.numbering import NUMBER, expand_range, split_range
 from pipeline.parse.text import join_hyphenated, join_lines, normalize_spaces
 
 
-
 @contextmanager
 def _pypdf_quiet() -> Iterator[None]:
     """pypdf logs every recoverable oddity of a PDF as a warning; they are noise here. Quiet while
@@ -37,6 +36,7 @@ def _pypdf_quiet() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
 
 _SUP_MAX_RATIO = 0.85  # a run smaller than this fraction of its line is a superscript
 _FOOTNOTE_RATIO = 0.93  # lines smaller than this fraction of the body size are footnotes
