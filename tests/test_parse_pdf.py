@@ -9,7 +9,7 @@ from conftest import parsed_act
 from conftest import require_mirror as _mirror
 from pypdf import PdfWriter
 
-from pipeline.parse.articles import TWO_WORDINGS
+from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
 from pipeline.parse.model import ParsedAct, ParseError
 from pipeline.parse.numbering import check_sequence
 from pipeline.parse.pdf import parse_pdf
@@ -113,6 +113,17 @@ def test_repealed_articles() -> None:
     # "Art. 61–85. (pominięte)": one article per number, omitted but not repealed
     omitted = [a for a in _parsed("DU/2025/869").articles if a.text.endswith("(pominięte)")]
     assert [a.number for a in omitted] == [str(n) for n in range(61, 86)]
+
+
+def test_two_wordings_of_a_paragraph_are_kept_apart_by_a_marked_line() -> None:
+    """Art. 177 (protection in pregnancy) prints § 1, § 1^1 and § 4 twice: now, and as an amendment
+    (uzupełniający urlop macierzyński) has it later. A reader must not take both for one rule."""
+    text = _article("DU/2025/277", "177").text
+    assert text.count(TWO_PARAGRAPH_WORDINGS) == 3
+    first, later = text.split("\n" + TWO_PARAGRAPH_WORDINGS + "\n", 2)[:2]
+    assert first.startswith("Art. 177. § 1. W okresie ciąży") and "uzupełniającego" not in first
+    assert later.startswith("§ 1. W okresie ciąży") and "uzupełniającego urlopu macierzyńskiego" in later
+    assert TWO_PARAGRAPH_WORDINGS not in _article("DU/2025/277", "176").text
 
 
 def test_two_wordings_of_an_article_are_kept_apart_by_a_marked_line() -> None:

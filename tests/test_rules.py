@@ -74,6 +74,18 @@ def test_two_versions_of_one_article_are_merged_once() -> None:
     assert warnings == ["art. 5: two wordings (now, and after an amendment) kept in one article, marked"]
 
 
+def test_a_paragraph_printed_twice_in_a_row_is_marked_and_others_are_not() -> None:
+    from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS
+
+    warnings: list[str] = []
+    twice = Article("5", "Art. 5. § 1. Stare.\n1) punkt;\n§ 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y.")
+    once = Article("6", "Art. 6. § 1. A.\n§ 2. B, o którym mowa w\n§ 1. C.")  # not in a row: § 2 between
+    merge_versions([twice, once], warnings)
+    assert twice.text == f"Art. 5. § 1. Stare.\n1) punkt;\n{TWO_PARAGRAPH_WORDINGS}\n§ 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y."
+    assert once.text == "Art. 6. § 1. A.\n§ 2. B, o którym mowa w\n§ 1. C."
+    assert warnings == ["art. 5 § 1: two wordings (now, and after an amendment) kept, marked"]
+
+
 @pytest.mark.parametrize(("url", "shown"), [
     ("postgresql://pipeline:pw-secret@localhost:5432/law", "postgresql://pipeline:***@localhost:5432/law"),
     ("http://user:p@ss@host:11434", "http://user:***@host:11434"),

@@ -28,9 +28,36 @@ TWO_WORDINGS = ("[Tekst jednolity podaje dwa brzmienia tego artykułu: powyższe
                 "zmiany, poniższe – od jej wejścia w życie.]")
 
 
+# The same within an article: a paragraph (§) printed twice in a row, e.g. Kodeks pracy art. 177 § 1,
+# § 1^1 and § 4 (the second wording adds "uzupełniający urlop macierzyński", from an amendment in
+# force later). Only "§" labels: a numbered ustęp ("1.") cannot be told from other numbered lines.
+TWO_PARAGRAPH_WORDINGS = ("[Tekst jednolity podaje dwa brzmienia tego paragrafu: powyższe obowiązuje do wejścia "
+                          "w życie zmiany, poniższe – od jej wejścia w życie.]")
+_PARAGRAPH = re.compile(r"^(?:Art\.\s*\S+\s+)?§\s*(\d+[a-z]*(?:\^\d+[a-z]*)?)\.")
+
+
+def _mark_paragraph_wordings(art: Article, warnings: list[str]) -> None:
+    lines = art.text.split("\n")
+    out: list[str] = []
+    previous = None
+    for line in lines:
+        m = _PARAGRAPH.match(line)
+        if m:
+            if m.group(1) == previous:
+                out.append(TWO_PARAGRAPH_WORDINGS)
+                warnings.append(f"art. {art.number} § {previous}: two wordings (now, and after an amendment) "
+                                "kept, marked")
+            previous = m.group(1)
+        out.append(line)
+    art.text = "\n".join(out)
+
+
 def merge_versions(articles: list[Article], warnings: list[str]) -> list[Article]:
     """Consolidated texts print two wordings of an article in a row (in force now / from a later
-    date, told apart only by footnotes): keep one article holding both, marked (``TWO_WORDINGS``)."""
+    date, told apart only by footnotes): keep one article holding both, marked (``TWO_WORDINGS``).
+    Two wordings of a paragraph in a row are marked alike (``TWO_PARAGRAPH_WORDINGS``)."""
+    for art in articles:
+        _mark_paragraph_wordings(art, warnings)
     merged: list[Article] = []
     for art in articles:
         if merged and merged[-1].number == art.number:
