@@ -632,7 +632,7 @@ def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> No
 @friendly
 def acts_cmd(all_acts: bool, as_json: bool) -> None:
     """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
-    from .currency import stored_acts
+    from .currency import display_title, stored_acts
 
     found = stored_acts(current_only=not all_acts)
     if as_json:
@@ -642,13 +642,14 @@ def acts_cmd(all_acts: bool, as_json: bool) -> None:
         click.echo("No acts stored; run: pipeline ingest --act DU/2025/277", err=True)
         return
     click.echo(f"{'act':<14} {'base act':<14} {'ver':>3} {'text as of':<10} {'in force':<12} {'later':>5} "
-               f"{'checked':<16}  latest amendment")
+               f"{'checked':<16}  {'latest amendment':<26}  title")
     for c in found:
         later = "?" if c.amended_after is None else str(len(c.amended_after))
         last = c.amended_after[-1] if c.amended_after else None
         checked = f"{c.checked_at:%Y-%m-%d %H:%M}" if c.checked_at else "-"
+        title = _snippet(display_title(c.title), 70) if c.title else "-"  # which act is which, at a glance
         click.echo(f"{c.eli:<14} {c.base_eli:<14} {c.version_no or '-':>3} {str(c.text_as_of or '-'):<10} {c.in_force or '-':<12} "
-                   f"{later:>5} {checked:<16}  {f'{last.eli} ({last.date})' if last else ''}")
+                   f"{later:>5} {checked:<16}  {f'{last.eli} ({last.date})' if last else '':<26}  {title}")
 
 
 @main.command("remove")

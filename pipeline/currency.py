@@ -9,6 +9,7 @@ act is stored (the columns of ``acts``); :func:`for_acts` reads it back through 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -52,6 +53,7 @@ class Currency:
     # The date the reader asked about (search/ask/show --as-of); None: today. What happened to the act
     # after that date does not bear on the law as it stood then (amendments, going out of force).
     as_of: dt.date | None = None
+    title: str | None = None  # the act's title from its record (None: the record has none)
 
     @property
     def consolidated(self) -> bool:
@@ -214,19 +216,33 @@ def backfill(conn: psycopg.Connection) -> None:
                      (cols["amended_after"], cols["change_date"], eli))
 
 
+# A consolidated text's record is titled "Obwieszczenie Marszałka Sejmu … w sprawie ogłoszenia
+# jednolitego tekstu ustawy – Kodeks pracy"; some records append their first footnote ("… 1) Niniejsza
+# ustawa wdraża …"). What names the act is the rest.
+_ANNOUNCEMENT = re.compile(r"^Obwieszczenie\b.*?\bjednolitego tekstu\s+", re.IGNORECASE | re.DOTALL)
+_FOOTNOTE = re.compile(r"\s+1\)\s.*$", re.DOTALL)
+
+
+def display_title(title: str | None) -> str | None:
+    """The part of a record's title that names the act, for a list a person reads."""
+    if not title:
+        return None
+    return _FOOTNOTE.sub("", _ANNOUNCEMENT.sub("", " ".join(title.split()))) or title
+
+
 # --- stored columns -> Currency ---------------------------------------------------------------------
 
 _COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, change_date, checked_at, "
-            "amended_after, is_current, version_no")
+            "amended_after, is_current, version_no, title")
 
 
 def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
-    eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version = row
+    eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title = row
     amendments = None if amended is None else tuple(
         Amendment(a["eli"], _date(a.get("date")), a.get("date_of") or "act") for a in amended
     )
     return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
-                    asked)
+                    asked, title or None)
 
 
 @read_only

@@ -201,6 +201,11 @@ def test_ingest_latest_resolves_the_base_act_and_stores_currency(env):
     assert row == (5, "DU/2026/473", True)
     table = _cli(env, "acts")
     assert table.returncode == 0 and "DU/2026/473 (2026-03-11)" in table.stdout
+    # Which act is which: the title's naming part (a consolidated text's announcement cut off).
+    row = next(line for line in table.stdout.splitlines() if line.startswith(TJ_2025))
+    assert row.endswith("  ustawy - Kodeks pracy") and kp["title"].startswith("Obwieszczenie Marszałka Sejmu")
+    assert currency.display_title(_meta("DU/2018/1000")["title"]) == (
+        "Ustawa z dnia 10 maja 2018 r. o ochronie danych osobowych")  # its first footnote left out
 
 
 def test_show_and_search_carry_the_note(env):
