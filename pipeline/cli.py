@@ -259,7 +259,8 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
         click.echo(f"{len(report.acts)} act(s): {report.new} new version(s), {report.unchanged} unchanged, "
                    f"{report.failed} failed" + (f", {report.skipped} skipped (no text)" if report.skipped else "")
                    + f"; {report.embedded} embedding(s) computed"
-                   + (f"; {report.waiting} text(s) of other acts wait for `pipeline embed`" if report.waiting else ""),
+                   + (f"; {report.waiting} text(s){'' if no_embed else ' of other acts'} wait for `pipeline embed`"
+                      if report.waiting else ""),
                    err=True)
     if report.failed:
         sys.exit(1)

@@ -240,7 +240,7 @@ class IngestReport:
     """The results of one ingest call, act by act, with the embeddings computed after them."""
 
     acts: list[IngestResult]
-    waiting: int = 0  # texts of other acts still queued for the model (`pipeline embed`)
+    waiting: int = 0  # texts still queued for the model, for `pipeline embed` (when embedding: of other acts)
 
     @property
     def failed(self) -> int:
@@ -393,6 +393,9 @@ def run(
                 r.embedded = min(pending.get(i, 0), embedded)
                 embedded -= r.embedded
             waiting = queued(conn, embedder.name)
+            conn.rollback()
+        else:  # --no-embed: what `pipeline embed` has to do now, this run's texts included
+            waiting = queued(conn, model)
             conn.rollback()
     finally:
         conn.close()

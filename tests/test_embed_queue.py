@@ -267,13 +267,14 @@ def test_texts_stored_without_embedding_are_queued_and_search_says_what_it_canno
     with OllamaStandIn({"bge-m3": 1024}) as ollama:
         env = _env(scratch_url, ollama)
         _ingest(scratch_url, "DU/2024/1513", env=env, embed=True)
-        _ingest(scratch_url, "DU/2026/548", env=env)  # stored, not embedded
+        no_embed = _ingest(scratch_url, "DU/2026/548", env=env)  # stored, not embedded
         with psycopg.connect(scratch_url) as c:
             waiting = embed.queued(c, "bge-m3")
             unembedded = c.execute(
                 f"SELECT count(DISTINCT u.content_sha256) FROM {EMBEDDED_UNITS} u "
                 "JOIN act_versions v USING (version_id) WHERE v.eli = 'DU/2026/548'").fetchone()[0]
         assert waiting == unembedded > 0
+        assert no_embed["waiting"] == waiting  # the --no-embed summary says what `pipeline embed` has to do
         warning = f"Warning: {waiting} stored texts have no bge-m3 vector yet"
 
         found = run_cli("search", "przetwarzanie danych", "--json", env=env)
