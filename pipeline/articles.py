@@ -49,21 +49,26 @@ def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) ->
     ).fetchone()
     if not version:
         require_acts(conn, [eli])
-        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}" if as_of
+        earliest = conn.execute(
+            "SELECT eli, valid_from FROM act_versions WHERE base_eli = coalesce((SELECT base_eli FROM acts "
+            "WHERE eli = %(e)s), %(e)s) AND valid_from IS NOT NULL ORDER BY valid_from, version_id LIMIT 1",
+            {"e": eli}).fetchone()
+        since = f"; the earliest stored is {earliest[0]}, from {earliest[1]}" if earliest else ""
+        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}{since}" if as_of
                               else f"no current stored text of {eli}")
     return version[0]
 
 
 def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
-    """"; versions are numbered per text: DU/2023/1465 1, DU/2025/277 1-2" for ``eli``'s base act
-    (a base act's id names no text of its own when only its consolidated texts are stored)."""
+    """"; stored: DU/2023/1465 version 1, DU/2025/277 versions 1-2 (…)" for ``eli``'s base act (a base
+    act's id names no text of its own when only its consolidated texts are stored)."""
     require_acts(conn, [eli])
     texts = conn.execute(
         "SELECT eli, min(version_no), max(version_no) FROM act_versions "
         "WHERE base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s) "
         "GROUP BY eli ORDER BY min(valid_from) NULLS FIRST, eli", {"e": eli}).fetchall()
-    listed = ", ".join(f"{e} {lo}" if lo == hi else f"{e} {lo}-{hi}" for e, lo, hi in texts)
-    return f"; versions are numbered per text: {listed}" if listed else ""
+    listed = ", ".join(f"{e} version {lo}" if lo == hi else f"{e} versions {lo}-{hi}" for e, lo, hi in texts)
+    return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
 
 
 def canonical_article(text: str) -> str:

@@ -317,11 +317,13 @@ def test_a_changed_article_makes_a_new_version_and_queues_only_its_chunks(conn, 
         assert new in shown.stdout
     before = run_cli("show", PATIENT_RIGHTS, "21", "--as-of", "2024-04-15", env=env)
     assert before.returncode == 1
-    assert before.stderr.splitlines() == [f"Error: no stored text of {PATIENT_RIGHTS} is in force on 2024-04-15"]
+    assert before.stderr.splitlines() == [f"Error: no stored text of {PATIENT_RIGHTS} is in force on 2024-04-15; "
+                                          f"the earliest stored is {PATIENT_RIGHTS}, from 2024-04-16"]
     missing = run_cli("show", PATIENT_RIGHTS, "21", "--version", "3", env=env)
     assert missing.returncode == 1
     assert missing.stderr.splitlines() == [
-        f"Error: {PATIENT_RIGHTS} has no stored version 3; versions are numbered per text: {PATIENT_RIGHTS} 1-2"]
+        f"Error: {PATIENT_RIGHTS} has no stored version 3; stored: {PATIENT_RIGHTS} versions 1-2 "
+        "(each ELI id numbers its own versions)"]
 
 
 # --- 6. consolidated texts of one base act ---------------------------------------------------------
@@ -379,8 +381,8 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
 
     with pytest.raises(ArticleNotFound) as no_version:
         get_article(conn, "DU/1974/141", "1", version_no=1)
-    assert str(no_version.value) == (f"DU/1974/141 has no stored version 1; versions are numbered per text: "
-                                     f"{older} 1, {KODEKS_PRACY} 1")
+    assert str(no_version.value) == (f"DU/1974/141 has no stored version 1; stored: {older} version 1, "
+                                     f"{KODEKS_PRACY} version 1 (each ELI id numbers its own versions)")
     conn.rollback()
 
     # `show` of either ELI gives the text of the base act in force on the date
