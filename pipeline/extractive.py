@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .answer import Answer, Fragment, cite, refusal
-from .parse.articles import TWO_WORDINGS
+from .parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
 
 EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
 
@@ -139,7 +139,7 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
         lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
         if (fragment.act, fragment.article) not in citations:
             citations.append((fragment.act, fragment.article))
-            if TWO_WORDINGS in fragment.text:
+            if TWO_WORDINGS in fragment.text or TWO_PARAGRAPH_WORDINGS in fragment.text:
                 later.append(cite(fragment.act, fragment.article))
     for citation in later:
         # "The wording in force on the text's date", not "the current one": with --as-of, or once the
@@ -150,6 +150,10 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     return Answer(text="\n".join(lines), fragments=fragments, model=None, citations=citations)
 
 
+_LATER_PARAGRAPH = re.compile(re.escape(TWO_PARAGRAPH_WORDINGS) + r"\n.*?(?=\n§|\Z)", re.DOTALL)
+
+
 def _in_force(text: str) -> str:
-    """The wording in force on the text's date, when a consolidated text gives two (TWO_WORDINGS)."""
-    return text.partition(TWO_WORDINGS)[0]
+    """The wording in force on the text's date, when a consolidated text gives two of the article
+    (TWO_WORDINGS: the first) or of a paragraph (TWO_PARAGRAPH_WORDINGS: the later one left out)."""
+    return _LATER_PARAGRAPH.sub("", text.partition(TWO_WORDINGS)[0])

@@ -326,6 +326,21 @@ def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exis
     assert "uchylony" not in answer.text and answer.citations == [("DU/2024/1513", "24")]
 
 
+def test_extractive_answer_quotes_a_paragraph_in_its_wording_in_force():
+    """Kodeks pracy art. 177 prints § 1 twice (TWO_PARAGRAPH_WORDINGS): the first is quoted, the later
+    one (here naming a leave that only the amendment brings) is not, and the note says it exists."""
+    from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS
+
+    text = ("Art. 177. § 1. W okresie ciąży pracodawca nie może wypowiedzieć umowy o pracę.\n"
+            f"{TWO_PARAGRAPH_WORDINGS}\n§ 1. W okresie ciąży i uzupełniającego urlopu pracodawca nie może "
+            "wypowiedzieć umowy o pracę.\n§ 3. Umowa na okres próbny ulega przedłużeniu do dnia porodu.")
+    answer = extractive_answer("Czy pracodawca może wypowiedzieć umowę w okresie ciąży?",
+                               [Fragment(act="DU/2025/277", article="177", text=text)])
+    assert "- § 1. W okresie ciąży pracodawca nie może wypowiedzieć umowy o pracę. [DU/2025/277, art. 177]" in answer.text
+    assert "uzupełniającego" not in answer.text and "dwa brzmienia tego paragrafu" not in answer.text
+    assert answer.text.splitlines()[-1].startswith("Uwaga: [DU/2025/277, art. 177] ma w tekście jednolitym dwa brzmienia")
+
+
 def test_extractive_answer_picks_the_matching_point():
     answer = extractive_answer(QUESTION, FRAGMENTS)
     lines = answer.text.splitlines()
