@@ -64,6 +64,7 @@ class Fragment:
     score: float = 0.0  # fused score
     similarity: float | None = None  # vector cosine similarity
     currency: str | None = None  # the act's currency note (pipeline.currency), told to the model
+    named: bool = False  # the question names this article (pipeline.named_articles)
 
 
 @dataclass
@@ -568,7 +569,7 @@ def answer_question(
     gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
-                          score=h.score, similarity=h.similarity,
+                          score=h.score, similarity=h.similarity, named=h.named,
                           currency=currencies[h.act].note() if h.act in currencies else None) for h in hits]
     streamed = False
     if verdict.refused:

@@ -115,6 +115,10 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     """Offline answer: the sentences of the best fragments that share most words with the question."""
     if not fragments:
         return refusal(fragments)
+    if fragments[0].named:
+        # "art. 52 kp": the article asked about, from its beginning (its words need not be the question's).
+        best = fragments[0]
+        return _answer([(u, best) for u in _fragment_units(best)[:max_sentences]], fragments)
     wanted = _stems(question)
     quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
     scored: list[tuple[float, int, int, str, Fragment]] = []
@@ -132,6 +136,12 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
         # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
         best = fragments[0]
         chosen = [(u, best) for u in _fragment_units(best)[:max_sentences]]
+    return _answer(chosen, fragments)
+
+
+def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> Answer:
+    """The quoted units, each with its citation, under the note; a line for each article quoted in the
+    first of two wordings."""
     lines = [EXTRACTIVE_NOTE, ""]
     citations: list[tuple[str, str]] = []
     later: list[str] = []

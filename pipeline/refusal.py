@@ -57,6 +57,9 @@ def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = N
     floor = min_similarity(model, env)
     if not hits:
         return Refusal(True, "no matching fragments", None, None, floor)
+    if hits[0].named:  # "art. 52 kp": the question says which article it asks about, and it is stored
+        return Refusal(False, f"the question names art. {hits[0].article} of {hits[0].act}",
+                       hits[0].best_similarity, None, floor)
     sim = hits[0].best_similarity
     agree = arms_agree(hits, prof)
     if sim is None:  # no embedded chunk among the candidates: nothing shows the question is covered

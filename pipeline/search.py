@@ -84,6 +84,7 @@ class Hit:
     version_no: int | None = None  # the stored text (version of `act`) the hit is from: cite it with the hit
     valid_from: dt.date | None = None  # from when that text states the law
     currency: dict | None = None  # the act's currency (pipeline.currency), filled by run()
+    named: bool = False  # the question names this article ("art. 52 kp"): put first (named_articles)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,6 +128,49 @@ def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: st
     if message.startswith("no sparse vectors for model"):
         return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
     return UsageError(message)
+
+
+def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: int, acts: list[str] | None,
+                 as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+    """``hits`` with the articles the question names (named_articles) first, in the question's order,
+    when the texts searched hold them: a named code's article, or, with one act in ``acts``, an
+    article named without an act. An act filter that leaves the code out wins."""
+    from .named_articles import named_articles
+
+    named: list[Hit] = []
+    for base, article in named_articles(query):
+        if base is None and acts and len(acts) == 1:
+            base = acts[0]
+        if base is None:
+            continue
+        row = conn.execute(
+            """
+            SELECT c.chunk_id, v.eli FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id)
+            WHERE v.base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %(b)s), %(b)s)
+              AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
+              AND (%(acts)s::text[] IS NULL OR v.eli = ANY(%(acts)s) OR v.base_eli = ANY(%(acts)s))
+            ORDER BY c.part LIMIT 1
+            """, {"as_of": as_of, "b": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
+        if row is None:
+            continue
+        found = next((h for h in hits if (h.act, h.article) == (row[1], article)), None)
+        if found is None:  # not among the ranked hits: the article's first part, with no arm's scores
+            found = conn.cursor(row_factory=class_row(Hit)).execute(
+                """
+                SELECT c.chunk_id, v.eli AS act, a.title AS act_title, c.article, c.part, c.text,
+                       NULL::float8 AS similarity, NULL::real AS text_score, %(score)s::float8 AS score,
+                       NULL::int AS vector_rank, NULL::int AS text_rank, %(best)s::float8 AS best_similarity,
+                       NULL::float8 AS sparse_score, NULL::int AS sparse_rank, v.version_no, v.valid_from
+                FROM chunks c JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
+                WHERE c.chunk_id = %(id)s
+                """, {"id": row[0], "score": hits[0].score if hits else 0.0,
+                      "best": hits[0].best_similarity if hits else None}).fetchone()
+        if found not in named:
+            found.named = True
+            named.append(found)
+    if not named:
+        return hits
+    return (named + [h for h in hits if h not in named])[:k]
 
 
 def search(
@@ -201,6 +245,7 @@ def search(
                  "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
                  "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
             ).fetchall()
+            hits = _named_first(conn, query, hits, k=k, acts=eli_ids, as_of=as_of, include_repealed=include_repealed)
     except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
         raise _search_chunks_error(conn, exc, model) from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.

@@ -223,3 +223,46 @@ def test_readme_python_example_runs(stand_in_corpus_url, embedding_stand_in):
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert printed and {"act", "article", "valid_from"} <= set(printed[0])
+
+
+# --- articles the question names ("art. 52 kp") ----------------------------------------------------
+
+@pytest.mark.parametrize(("question", "named"), [
+    ("art. 52 kp", [("DU/1974/141", "52")]),
+    ("Co mówi art 30 kodeksu pracy?", [("DU/1974/141", "30")]),
+    ("artykuł 154 § 1 pkt 2 Kodeksu pracy", [("DU/1974/141", "154")]),
+    ("art. 151¹ k.p. i art. 22(1) kp", [("DU/1974/141", "151^1"), ("DU/1974/141", "22^1")]),
+    ("art. 5 kc oraz art. 6 k.c.", [("DU/1964/93", "5"), ("DU/1964/93", "6")]),
+    ("art. 12 kpa, art. 299 ksh, art. 148 kk", [("DU/1960/168", "12"), ("DU/2000/1037", "299"),
+                                                ("DU/1997/553", "148")]),
+    ("art. 23 ust. 1 ustawy o ochronie danych", [(None, "23")]),  # which act: only an act filter can say
+    ("ile mam urlopu po 10 latach pracy", []),
+])
+def test_named_articles_are_read_from_the_question(question, named):
+    from pipeline.named_articles import named_articles
+
+    assert named_articles(question) == named
+
+
+def test_a_named_article_comes_first_and_is_answered_from_its_beginning(service_conn):
+    from pipeline.answer import ChatConfig, answer_question
+
+    hits = search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=5)
+    assert [(h.act, h.article, h.named) for h in hits[:1]] == [("DU/2025/277", "52", True)]
+    assert not any(h.named for h in hits[1:]) and len(hits) == 5
+    spelled = search.search(service_conn, "Co mówi art 30 kodeksu pracy?", StandInEmbedder(), k=3)
+    assert (spelled[0].act, spelled[0].article) == ("DU/2025/277", "30")
+    # Without a code named, an act filter of one act says which: art. 21 of the patients' rights act.
+    filtered = search.search(service_conn, "art. 21", StandInEmbedder(), k=3, acts=["DU/2024/581"])
+    assert (filtered[0].act, filtered[0].article, filtered[0].named) == ("DU/2024/581", "21", True)
+    # An act filter that leaves the named code out wins; a date before its stored text finds none.
+    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=3,
+                                                  acts=["DU/2024/581"]))
+    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=3,
+                                                  as_of=dt.date(2020, 1, 1)))
+    # Asked, it is not refused (the question says which article), and the offline answer quotes it.
+    config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
+    asked = answer_question(service_conn, StandInEmbedder(), "art. 52 kp", config, offline=True).to_dict()
+    assert asked["refused"] is False and asked["refusal"]["reason"] == "the question names art. 52 of DU/2025/277"
+    assert asked["answer"].splitlines()[2].endswith("[DU/2025/277, art. 52]")
+    assert "Pracodawca może rozwiązać umowę o pracę bez wypowiedzenia" in asked["answer"]
