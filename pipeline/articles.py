@@ -40,19 +40,22 @@ def require_date(as_of: object) -> None:
         raise UsageError("as_of must be a date (datetime.date, not a datetime), e.g. 2025-10-01")
 
 
+# SQL: the base act of the ELI id given as %(e)s (a consolidated text's base act; else the id itself,
+# a base act whose own text may not be stored). Versions are grouped by it.
+BASE_OF = "coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s)"
+
+
 def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
     """The version of ``eli``'s base act whose text is in force on ``as_of`` (None: the current one)."""
     version = conn.execute(
-        "SELECT v.version_id FROM versions_as_of(%s) v "
-        "WHERE v.base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %s), %s)",
-        (as_of, eli, eli),
+        f"SELECT v.version_id FROM versions_as_of(%(as_of)s) v WHERE v.base_eli = {BASE_OF}",
+        {"as_of": as_of, "e": eli},
     ).fetchone()
     if not version:
         require_acts(conn, [eli])
         earliest = conn.execute(
-            "SELECT eli, valid_from FROM act_versions WHERE base_eli = coalesce((SELECT base_eli FROM acts "
-            "WHERE eli = %(e)s), %(e)s) AND valid_from IS NOT NULL ORDER BY valid_from, version_id LIMIT 1",
-            {"e": eli}).fetchone()
+            f"SELECT eli, valid_from FROM act_versions WHERE base_eli = {BASE_OF} AND valid_from IS NOT NULL "
+            "ORDER BY valid_from, version_id LIMIT 1", {"e": eli}).fetchone()
         since = f"; the earliest stored is {earliest[0]}, from {earliest[1]}" if earliest else ""
         raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}{since}" if as_of
                               else f"no current stored text of {eli}")
@@ -64,8 +67,7 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
     act's id names no text of its own when only its consolidated texts are stored)."""
     require_acts(conn, [eli])
     texts = conn.execute(
-        "SELECT eli, min(version_no), max(version_no) FROM act_versions "
-        "WHERE base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s) "
+        f"SELECT eli, min(version_no), max(version_no) FROM act_versions WHERE base_eli = {BASE_OF} "
         "GROUP BY eli ORDER BY min(valid_from) NULLS FIRST, eli", {"e": eli}).fetchall()
     listed = ", ".join(f"{e} version {lo}" if lo == hi else f"{e} versions {lo}-{hi}" for e, lo, hi in texts)
     return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""

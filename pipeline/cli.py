@@ -667,13 +667,10 @@ def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
     so do the vectors (pipeline ingest brings the act back without embedding it again).
     """
     from . import store
-    from .schema import open_current
 
     if not yes:
         raise click.UsageError(f"removing {act} deletes its stored texts; pass --yes to confirm")
-    _, conn = open_current()
-    with contextlib.closing(conn):
-        removed = store.remove_act(conn, act)
+    removed = store.remove(act)
     if as_json:
         _emit_json(removed.to_dict())
         return

@@ -374,7 +374,6 @@ def run(
             results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
             if on_result:
                 on_result(results[-1])
-        waiting = 0
         if embedder is not None:
             # The texts of the versions this run stored or found stored (so a rerun finishes what an
             # interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is
@@ -392,11 +391,9 @@ def run(
             for i, r in enumerate(results):
                 r.embedded = min(pending.get(i, 0), embedded)
                 embedded -= r.embedded
-            waiting = queued(conn, embedder.name)
-            conn.rollback()
-        else:  # --no-embed: what `pipeline embed` has to do now, this run's texts included
-            waiting = queued(conn, model)
-            conn.rollback()
+        # What `pipeline embed` has left to do: other acts' texts, or, with --no-embed, this run's too.
+        waiting = queued(conn, model)
+        conn.rollback()
     finally:
         conn.close()
     for r in skipped:

@@ -135,6 +135,7 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
     """``hits`` with the articles the question names (named_articles) first, in the question's order,
     when the texts searched hold them: a named code's article, or, with one act in ``acts``, an
     article named without an act. An act filter that leaves the code out wins."""
+    from .articles import BASE_OF
     from .named_articles import named_articles
 
     named: list[Hit] = []
@@ -144,27 +145,21 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
         if base is None:
             continue
         row = conn.execute(
-            """
-            SELECT c.chunk_id, v.eli FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id)
-            WHERE v.base_eli = coalesce((SELECT base_eli FROM acts WHERE eli = %(b)s), %(b)s)
-              AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
+            f"""
+            SELECT c.chunk_id, v.eli, a.title, c.part, c.text, v.version_no, v.valid_from
+            FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id) JOIN acts a ON a.eli = v.eli
+            WHERE v.base_eli = {BASE_OF} AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
               AND (%(acts)s::text[] IS NULL OR v.eli = ANY(%(acts)s) OR v.base_eli = ANY(%(acts)s))
             ORDER BY c.part LIMIT 1
-            """, {"as_of": as_of, "b": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
+            """, {"as_of": as_of, "e": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
         if row is None:
             continue
-        found = next((h for h in hits if (h.act, h.article) == (row[1], article)), None)
+        chunk_id, act, title, part, text, version_no, valid_from = row
+        found = next((h for h in hits if (h.act, h.article) == (act, article)), None)
         if found is None:  # not among the ranked hits: the article's first part, with no arm's scores
-            found = conn.cursor(row_factory=class_row(Hit)).execute(
-                """
-                SELECT c.chunk_id, v.eli AS act, a.title AS act_title, c.article, c.part, c.text,
-                       NULL::float8 AS similarity, NULL::real AS text_score, %(score)s::float8 AS score,
-                       NULL::int AS vector_rank, NULL::int AS text_rank, %(best)s::float8 AS best_similarity,
-                       NULL::float8 AS sparse_score, NULL::int AS sparse_rank, v.version_no, v.valid_from
-                FROM chunks c JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
-                WHERE c.chunk_id = %(id)s
-                """, {"id": row[0], "score": hits[0].score if hits else 0.0,
-                      "best": hits[0].best_similarity if hits else None}).fetchone()
+            found = Hit(chunk_id, act, title, article, part, text, None, None, hits[0].score if hits else 0.0,
+                        None, None, hits[0].best_similarity if hits else None, version_no=version_no,
+                        valid_from=valid_from)
         if found not in named:
             found.named = True
             named.append(found)

@@ -326,6 +326,17 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
     return Removed(eli, base, elis, versions, chunks)
 
 
+def remove(act: str) -> Removed:
+    """`pipeline remove`: :func:`remove_act` on the current database."""
+    from contextlib import closing
+
+    from .schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        return remove_act(conn, act)
+
+
 # --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------
 
 def start_run(url: str, eli: str | None, source: str) -> int:
