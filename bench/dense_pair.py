@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import db
-from pipeline.config import settings
-from pipeline.embedders import embedder_from_env
-from pipeline.evaluate import load_questions, select_ids
-from pipeline.search import embedded_query
+from pipeline.storage import db
+from pipeline.core.config import settings
+from pipeline.indexing.embedders import embedder_from_env
+from pipeline.retrieval.evaluate import load_questions, select_ids
+from pipeline.retrieval.search import embedded_query
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 DEPTH = 100  # each arm's candidates, min-max normalised over them (as search_chunks fuses)

@@ -33,8 +33,9 @@ def main() -> int:
     os.environ["PIPELINE_HOME"] = str(home)
     os.environ.pop("DATABASE_URL", None)
     sys.path.insert(0, str(REPO))
-    from pipeline import db, embed, ingest, schema
-    from pipeline.embedders import LocalEmbedder
+    from pipeline.storage import db, schema
+    from pipeline.indexing import embed, ingest
+    from pipeline.indexing.embedders import LocalEmbedder
 
     try:
         url = db.embedded_url()

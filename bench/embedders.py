@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from pipeline.embedders import EmbedderError, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
+from pipeline.indexing.embedders import EmbedderError, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
 
 SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 HTML_ACTS = ["DU/2024/581", "DU/2019/1781", "DU/2024/917", "DU/2024/1564", "DU/1997/553"]

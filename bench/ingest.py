@@ -64,7 +64,7 @@ def bench_database(keep: bool) -> tuple[str, Callable[[], None]]:
         os.environ.setdefault("PIPELINE_HOME", "/tmp/pipeline-bench")
     import psycopg
 
-    from pipeline import db, schema
+    from pipeline.storage import db, schema
 
     server = db.database_url()
     parts = urlsplit(server)
@@ -92,9 +92,9 @@ def baseline(data: bytes) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from pipeline import db, store
-    from pipeline.fetch import read_archive
-    from pipeline.ingest import parse_text
+    from pipeline.storage import db, store
+    from pipeline.sources.fetch import read_archive
+    from pipeline.indexing.ingest import parse_text
 
     os.environ["PIPELINE_PARSE_CACHE"] = "off"  # time the parser, not the parse cache
 

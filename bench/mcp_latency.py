@@ -9,7 +9,7 @@ Three ways to run the same hybrid search (k=5) over the Labour Code, with the de
 - **MCP**: `search_law` called through the official SDK client over stdio on one `pipeline mcp`
   process that keeps its connection, dictionary and model warm (client round trip, JSON included;
   the first call, which may wait for the warm-up, is not counted);
-- **in process**: `pipeline.search.search()` on a warm connection and model, the floor.
+- **in process**: `pipeline.retrieval.search.search()` on a warm connection and model, the floor.
 
 The three are interleaved question by question, so they share the machine's load.
 
@@ -53,7 +53,7 @@ def bench_database(keep: bool) -> str:
         os.environ.setdefault("PIPELINE_HOME", "/tmp/pipeline-bench-mcp")
     import psycopg
 
-    from pipeline import db, schema
+    from pipeline.storage import db, schema
 
     server = db.database_url()
     url = urlsplit(server)._replace(path=f"/{BENCH_DB}").geturl()
@@ -105,8 +105,9 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
 
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
-    from pipeline import db, search
-    from pipeline.embedders import embedder_from_env
+    from pipeline.storage import db
+    from pipeline.retrieval import search
+    from pipeline.indexing.embedders import embedder_from_env
 
     env = {"DATABASE_URL": url, **{k: v for k, v in os.environ.items() if k.startswith(("EMBED_", "PIPELINE_"))}}
     params = StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(REPO))
@@ -162,7 +163,7 @@ def main() -> int:
     if not args.keep:
         import psycopg
 
-        from pipeline import db
+        from pipeline.storage import db
 
         with psycopg.connect(db.database_url(), autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')

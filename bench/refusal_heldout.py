@@ -44,12 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import db
-from pipeline.db import sparsevec_literal
-from pipeline.embedders import embedder_from_env, sparse_head
-from pipeline.evaluate import Question, load_questions, select_ids
-from pipeline.refusal import decide
-from pipeline.search import embedded_query, search
+from pipeline.storage import db
+from pipeline.storage.db import sparsevec_literal
+from pipeline.indexing.embedders import embedder_from_env, sparse_head
+from pipeline.retrieval.evaluate import Question, load_questions, select_ids
+from pipeline.retrieval.refusal import decide
+from pipeline.retrieval.search import embedded_query, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)

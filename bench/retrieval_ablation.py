@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline import db
-from pipeline.embedders import embedder_from_env, sparse_head
-from pipeline.evaluate import Question, load_questions, select_ids
-from pipeline.refusal import arms_agree
-from pipeline.search import ModelProfile, profile, search
+from pipeline.storage import db
+from pipeline.indexing.embedders import embedder_from_env, sparse_head
+from pipeline.retrieval.evaluate import Question, load_questions, select_ids
+from pipeline.retrieval.refusal import arms_agree
+from pipeline.retrieval.search import ModelProfile, profile, search
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 

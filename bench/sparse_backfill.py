@@ -4,7 +4,7 @@
 back-fills a database embedded before: ~0.2 s a chunk text on 2 cores, ~35 min for the whole mirror.
 bench/retrieval_explore.py --only sparse keeps the vectors it encoded in a cache
 (~/.cache/pipeline-bench/sparse-e5-small.npz, keyed by content hash); this writes the cached ones
-through the product's own writer (pipeline.embed.write_sparse, so the triggers count the features
+through the product's own writer (pipeline.indexing.embed.write_sparse, so the triggers count the features
 as they would), encodes the rest, and removes their queue rows left by the back-fill, so that an
 evaluation database gets the sparse arm without the encoding run twice.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import embed
-from pipeline.embedders import LocalEmbedder
-from pipeline.schema import open_current
+from pipeline.indexing import embed
+from pipeline.indexing.embedders import LocalEmbedder
+from pipeline.storage.schema import open_current
 
 
 def main() -> None:

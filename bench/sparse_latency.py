@@ -15,11 +15,11 @@ import statistics
 import time
 from pathlib import Path
 
-from pipeline.db import sparsevec_literal, vector_literal
-from pipeline.embedders import LocalEmbedder
-from pipeline.evaluate import load_questions
-from pipeline.schema import open_current
-from pipeline.search import embedded_query, profile
+from pipeline.storage.db import sparsevec_literal, vector_literal
+from pipeline.indexing.embedders import LocalEmbedder
+from pipeline.retrieval.evaluate import load_questions
+from pipeline.storage.schema import open_current
+from pipeline.retrieval.search import embedded_query, profile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 SQL = """SELECT count(*) FROM search_chunks(%s, %s::vector, %s, 10, NULL, NULL, false, 'hybrid', 60, %s, %s, %s,

@@ -82,9 +82,9 @@ def recall(args: argparse.Namespace) -> None:
 
 
 def ingest(args: argparse.Namespace) -> None:
-    from pipeline import store
-    from pipeline.fetch import read_archive
-    from pipeline.ingest import parse_text
+    from pipeline.storage import store
+    from pipeline.sources.fetch import read_archive
+    from pipeline.indexing.ingest import parse_text
 
     fetched = read_archive(SHARED / "eli", args.act)
     parsed = parse_text(fetched.text, fetched.format)

@@ -28,7 +28,7 @@ import lxml.html
 import psycopg
 import pypdf
 
-from pipeline import textsearch
+from pipeline.storage import textsearch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))

@@ -1,11 +1,11 @@
-"""Alembic environment: plain SQL migrations (no ORM models), URL from pipeline.db."""
+"""Alembic environment: plain SQL migrations (no ORM models), URL from pipeline.storage.db."""
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from pipeline import db
-from pipeline.schema import UPGRADE_LOCK
+from pipeline.storage import db
+from pipeline.storage.schema import UPGRADE_LOCK
 
 config = context.config
 

@@ -1,20 +1,22 @@
 """pipeline: Polish law in PostgreSQL/pgvector, searchable and answerable with citations.
 
-The library under the CLI (README "Python API"): pipeline.db (connections), pipeline.search,
-pipeline.articles, pipeline.answer, pipeline.ingest, pipeline.embedders.
+The Python API (docs/python-api.md) is :class:`pipeline.Service`, the object behind the CLI, the MCP
+server and the web page. The stage packages under it depend one way:
+core -> sources -> storage -> indexing -> retrieval -> answering -> service -> interfaces.
 """
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
-__version__ = "0.1.0"
+from pipeline.core import __version__, json_default
+
+__all__ = ["Service", "__version__", "json_default"]
 
 
-def json_default(value: Any) -> Any:
-    """``json.dumps(result, default=json_default)`` for what the library returns (``Hit.to_dict()``,
-    ``get_article()``, ``Asked.to_dict()``): dates and times as ISO 8601 ("2026-08-18T12:42:13+00:00"),
-    what scripts parse, as the CLI's --json writes them; anything else as its text."""
-    if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
-        return value.isoformat()
-    return str(value)
+def __getattr__(name: str) -> Any:
+    # Imported on first use: `import pipeline` must stay cheap (the CLI's --help, a parse worker).
+    if name == "Service":
+        from pipeline.service import Service
+
+        return Service
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from .cli import main
+from pipeline.interfaces.cli import main
 
 main(prog_name="pipeline")

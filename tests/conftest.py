@@ -58,7 +58,7 @@ os.environ["PIPELINE_PARSE_CACHE"] = os.environ["PIPELINE_TEST_PARSE_CACHE"]
 @functools.cache
 def parsed_act(act: str):
     """A mirror act's text, parsed once per session (the Labour Code PDF alone takes ~16 CPU-seconds)."""
-    from pipeline.ingest import parse_text
+    from pipeline.indexing.ingest import parse_text
 
     fmt, data = mirror_text(act)
     return parse_text(data, fmt)
@@ -108,7 +108,7 @@ def pipeline_home():
     old = os.environ.get("PIPELINE_HOME")
     os.environ["PIPELINE_HOME"] = str(home)
     yield home
-    from pipeline import db
+    from pipeline.storage import db
 
     try:
         db.stop_embedded()
@@ -122,13 +122,13 @@ def pipeline_home():
 
 @pytest.fixture(scope="session")
 def server_url(pipeline_home) -> str:
-    from pipeline import db
+    from pipeline.storage import db
 
     return db.embedded_url()
 
 
 def create_database(server_url: str, name: str, *, migrate: bool = True) -> str:
-    from pipeline import schema
+    from pipeline.storage import schema
 
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -166,7 +166,7 @@ def scratch_url(_scratch) -> str:
 
 @pytest.fixture()
 def conn(scratch_url):
-    from pipeline import db
+    from pipeline.storage import db
 
     c = db.connect(scratch_url)
     yield c
@@ -184,7 +184,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _corpus_text(server_url) -> str:
     """The corpus acts stored without vectors: the template the embedded corpora are copied from."""
     require_mirror()
-    from pipeline import db, ingest
+    from pipeline.storage import db
+    from pipeline.indexing import ingest
 
     url = create_database(server_url, "corpus_text")
     with db.connect(url) as c:
@@ -199,8 +200,9 @@ def _corpus_text(server_url) -> str:
 
 def _embedded_copy(server_url: str, template_url: str, name: str, embedder) -> str:
     """A copy of the template database with every chunk text embedded by ``embedder``."""
-    from pipeline import db, embed
-    from pipeline.embedders import sparse_head
+    from pipeline.storage import db
+    from pipeline.indexing import embed
+    from pipeline.indexing.embedders import sparse_head
 
     template = urlsplit(template_url).path.lstrip("/")
     with psycopg.connect(server_url, autocommit=True) as conn:
@@ -241,7 +243,7 @@ def corpus_url(server_url, _corpus_text) -> str:
     checked against the live model on every use, unrecorded texts embedded live), which saves ~6
     CPU-minutes."""
     import recorded_vectors
-    from pipeline.embedders import LocalEmbedder
+    from pipeline.indexing.embedders import LocalEmbedder
 
     live = LocalEmbedder()
     if recorded_vectors.recording():

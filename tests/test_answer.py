@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from pipeline.answer import (
+from pipeline.answering.answer import (
     EXTRACTIVE_NOTE,
     NOT_FOUND,
     SYSTEM_PROMPT,
@@ -310,9 +310,9 @@ def test_split_units_keeps_list_lead_ins():
 
 
 def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exists():
-    """A consolidated text's article with two wordings (pipeline.parse.articles.TWO_WORDINGS): the
+    """A consolidated text's article with two wordings (pipeline.sources.parse.articles.TWO_WORDINGS): the
     current one is quoted, and a line says that a later one follows the amendment."""
-    from pipeline.parse.articles import TWO_WORDINGS
+    from pipeline.sources.parse.articles import TWO_WORDINGS
 
     text = ("Art. 24. 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny.\n"
             f"{TWO_WORDINGS}\nArt. 24. (uchylony)")
@@ -329,7 +329,7 @@ def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exis
 def test_extractive_answer_quotes_a_paragraph_in_its_wording_in_force():
     """Kodeks pracy art. 177 prints § 1 twice (TWO_PARAGRAPH_WORDINGS): the first is quoted, the later
     one (here naming a leave that only the amendment brings) is not, and the note says it exists."""
-    from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS
+    from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS
 
     text = ("Art. 177. § 1. W okresie ciąży pracodawca nie może wypowiedzieć umowy o pracę.\n"
             f"{TWO_PARAGRAPH_WORDINGS}\n§ 1. W okresie ciąży i uzupełniającego urlopu pracodawca nie może "

@@ -12,7 +12,7 @@ import socket
 import pytest
 from conftest import run_cli
 
-from pipeline.answer import EXTRACTIVE_NOTE, NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT
+from pipeline.answering.answer import EXTRACTIVE_NOTE, NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT
 
 try:
     from chat_stand_in import ChatStandIn

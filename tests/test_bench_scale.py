@@ -112,7 +112,7 @@ def test_exact_bm25_from_the_postings_equals_text_search_exact(scratch_url):
     import json
 
     from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
-    from pipeline import db, store
+    from pipeline.storage import db, store
 
     require_mirror()
     with db.connect(scratch_url) as conn:
@@ -177,7 +177,7 @@ def test_ef_sweep_counts_an_equally_near_vector_as_a_tie_but_not_as_the_same_id(
     """Every vector is stored twice, under an even and an odd id: against the exact top 10 of the even
     copies, a scan of the odd copies finds nothing by id and everything with ties; farther vectors
     are no ties."""
-    from pipeline import db
+    from pipeline.storage import db
 
     rng = np.random.default_rng(1)
     vecs = rng.standard_normal((40, 3))
@@ -207,7 +207,7 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
     import json
 
     from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
-    from pipeline import db, store
+    from pipeline.storage import db, store
 
     require_mirror()
     with db.connect(scratch_url) as conn:
@@ -242,7 +242,7 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
 def test_prewarm_reads_every_table_and_index_of_the_database(scratch_url):
     """measure's prewarm: every non-empty relation of the database (tables, TOAST, indexes) read
     through pg_prewarm, no more than the database holds (the extension is rolled back)."""
-    from pipeline import db
+    from pipeline.storage import db
 
     with db.connect(scratch_url) as conn, conn.transaction(force_rollback=True):
         conn.execute("""CREATE TABLE prewarm_t AS  -- md5 text does not compress: 3200 characters go to TOAST

@@ -8,9 +8,9 @@ import re
 import pytest
 from conftest import require_mirror
 
-from pipeline.chunk import chunk_article, context_header, short_title, text_sha256
-from pipeline.parse.html import parse_html
-from pipeline.parse.model import Article
+from pipeline.sources.chunk import chunk_article, context_header, short_title, text_sha256
+from pipeline.sources.parse.html import parse_html
+from pipeline.sources.parse.model import Article
 
 KP_2025 = ("Obwieszczenie Marszałka Sejmu Rzeczypospolitej Polskiej z dnia 14 lutego 2025 r. "
            "w sprawie ogłoszenia jednolitego tekstu ustawy - Kodeks pracy")
@@ -140,8 +140,8 @@ def test_text_hash_follows_the_articles_not_the_bytes() -> None:
 def test_the_two_wordings_line_is_shown_but_not_searched() -> None:
     """The parser's line between two wordings of an article is in the chunk's text (readers, the answer
     model) and not in what is embedded and full-text indexed, nor in its pieces."""
-    from pipeline.chunk import chunk_pieces
-    from pipeline.parse.articles import TWO_WORDINGS
+    from pipeline.sources.chunk import chunk_pieces
+    from pipeline.sources.parse.articles import TWO_WORDINGS
 
     now, later = "Art. 24. 1. Kto przesyła informację, podlega karze grzywny.", "Art. 24. (uchylony)"
     marked = Article("24", f"{now}\n{TWO_WORDINGS}\n{later}")

@@ -71,7 +71,7 @@ def test_bad_settings_and_values_say_what_is_wrong_in_one_line(args, env, code, 
 
 def test_embedding_progress_in_a_log_is_lines_not_a_bar(monkeypatch, capsys):
     """Where stderr is no terminal (cron, CI), a progress bar draws nothing until it ends: lines instead."""
-    from pipeline import cli
+    from pipeline.interfaces import cli
 
     monkeypatch.setattr(cli, "PROGRESS_LINE_SECONDS", 0.0)
     with cli._progress_bar(5, "m") as advance:

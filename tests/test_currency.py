@@ -20,10 +20,10 @@ import pytest
 from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
 from eli_server import Fault, start_mirror_server
 
-from pipeline import currency
-from pipeline.fetch import EliClient
-from pipeline.store import SYNC_LOCK
-from pipeline.sync import resolve_newest
+from pipeline.storage import currency
+from pipeline.sources.fetch import EliClient
+from pipeline.storage.store import SYNC_LOCK
+from pipeline.indexing.sync import resolve_newest
 
 try:
     from chat_stand_in import ChatStandIn
@@ -385,7 +385,7 @@ def test_sync_parses_again_only_when_the_downloaded_text_differs(env):
 
 def test_upgrade_fills_currency_from_metadata_stored_before_it(server_url):
     require_mirror()
-    from pipeline import schema
+    from pipeline.storage import schema
 
     url = create_database(server_url, "currency_backfill", migrate=False)
     schema.upgrade(url, "0002")

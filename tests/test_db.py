@@ -14,8 +14,9 @@ import psycopg
 import pytest
 
 from conftest import create_database, run_cli
-from pipeline import db, embed, schema
-from pipeline.errors import EmbedderError
+from pipeline.storage import db, schema
+from pipeline.indexing import embed
+from pipeline.core.errors import EmbedderError
 
 TABLES = {"acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings", "embedding_models", "embedding_queue",
           "ingest_runs", "thesaurus", "sparse_models", "sparse_embeddings", "sparse_features"}

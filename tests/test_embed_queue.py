@@ -18,7 +18,8 @@ import pytest
 
 from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn, stand_in_vector
-from pipeline import db, embed, store
+from pipeline.storage import db, store
+from pipeline.indexing import embed
 
 
 def _env(url: str, ollama: OllamaStandIn, model: str = "bge-m3") -> dict:
@@ -89,7 +90,7 @@ def test_a_worker_starting_while_another_commits_does_not_embed_a_text_twice(scr
     from concurrent.futures import ThreadPoolExecutor
 
     from embedding_stand_in import StandInEmbedder
-    from pipeline import embed
+    from pipeline.indexing import embed
 
     _ingest(scratch_url, "DU/2026/548")
     total = _distinct_texts(scratch_url)

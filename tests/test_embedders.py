@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from pipeline.embedders import (
+from pipeline.indexing.embedders import (
     EmbedderError,
     LocalEmbedder,
     OllamaEmbedder,

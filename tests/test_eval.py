@@ -14,7 +14,7 @@ import pytest
 from conftest import CORPUS_ACTS, EVAL_DIR, run_cli
 from embedding_stand_in import MODEL as STAND_IN_MODEL
 
-from pipeline.evaluate import EvalError, load_questions
+from pipeline.retrieval.evaluate import EvalError, load_questions
 
 SEED_FILE = EVAL_DIR / "seed_questions.pl.jsonl"
 MODES = ("hybrid", "vector", "text")

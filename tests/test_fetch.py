@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from eli_server import Fault, MirrorServer, start_mirror_server
 
-from pipeline import __version__
-from pipeline.fetch import (
+from pipeline.core import __version__
+from pipeline.sources.fetch import (
     ActId,
     EliClient,
     FetchError,

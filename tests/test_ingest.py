@@ -23,10 +23,10 @@ import pytest
 from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, create_database, require_mirror, run_cli
 from eli_server import start_mirror_server
 
-from pipeline import store
-from pipeline.ingest import ingest_act
-from pipeline.parse.model import Article, ParsedAct
-from pipeline.parse.numbering import check_sequence
+from pipeline.storage import store
+from pipeline.indexing.ingest import ingest_act
+from pipeline.sources.parse.model import Article, ParsedAct
+from pipeline.core.numbering import check_sequence
 
 METADATA_ONLY = ("DU/2023/1465", "DU/2024/1061")
 KODEKS_PRACY = "DU/2025/277"
@@ -80,7 +80,7 @@ def corpus(server_url, tmp_path_factory):
 
 
 def _db(url: str):
-    from pipeline import db
+    from pipeline.storage import db
 
     return db.connect(url)
 
@@ -377,7 +377,7 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
     conn.rollback()
 
     # Versions are numbered per text (ELI id): a version of the base act's id says which texts there are.
-    from pipeline.articles import ArticleNotFound, get_article
+    from pipeline.storage.articles import ArticleNotFound, get_article
 
     with pytest.raises(ArticleNotFound) as no_version:
         get_article(conn, "DU/1974/141", "1", version_no=1)
@@ -589,7 +589,7 @@ def test_a_failure_inside_the_version_transaction_leaves_nothing(conn, scratch_u
 
 
 def test_a_lost_database_connection_is_recorded_as_a_failed_run(scratch_url: str, tmp_path: Path) -> None:
-    from pipeline import db
+    from pipeline.storage import db
 
     lost = db.connect(scratch_url)
     lost.close()
@@ -620,7 +620,7 @@ def test_a_run_whose_process_died_is_marked_failed_by_the_next_run(scratch_url):
     import subprocess
     import sys
 
-    from pipeline import store
+    from pipeline.storage import store
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # its pid is now free: like an ingest killed with -9

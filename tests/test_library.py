@@ -19,8 +19,10 @@ from embedding_stand_in import StandInEmbedder
 from psycopg.pq import TransactionStatus
 
 import pipeline
-from pipeline import articles, ingest, search
-from pipeline.errors import ArticleNotFound, PipelineError, UsageError
+from pipeline.storage import articles
+from pipeline.indexing import ingest
+from pipeline.retrieval import search
+from pipeline.core.errors import ArticleNotFound, PipelineError, UsageError
 
 IDLE, INTRANS = TransactionStatus.IDLE, TransactionStatus.INTRANS
 QUESTION = "Ile dni urlopu wypoczynkowego przysługuje po 10 latach pracy?"
@@ -129,7 +131,7 @@ def test_a_connection_with_another_row_factory_reads_the_same(service_conn, stan
 
 
 def test_a_failed_or_broken_connection_is_a_pipeline_error(service_conn):
-    from pipeline.errors import ConnectionLost
+    from pipeline.core.errors import ConnectionLost
 
     with pytest.raises(psycopg.errors.DivisionByZero):
         service_conn.execute("SELECT 1 / 0")
@@ -145,7 +147,8 @@ def test_a_failed_or_broken_connection_is_a_pipeline_error(service_conn):
 
 
 def test_drain_queue_refuses_to_commit_the_callers_work(scratch_url):
-    from pipeline import db, embed
+    from pipeline.storage import db
+    from pipeline.indexing import embed
 
     with db.connect(scratch_url) as conn:
         conn.execute("CREATE TEMP TABLE mine (x int)")
@@ -158,7 +161,7 @@ def test_drain_queue_refuses_to_commit_the_callers_work(scratch_url):
 
 
 def test_wrong_types_for_an_article_or_the_acts_of_an_answer_are_usage_errors(service_conn):
-    from pipeline.answer import ChatConfig, answer_question
+    from pipeline.answering.answer import ChatConfig, answer_question
 
     with pytest.raises(UsageError, match="an article number is a string such as '154'"):
         articles.get_article(service_conn, "DU/2025/277", 154)
@@ -180,7 +183,7 @@ def test_an_error_quoting_a_huge_input_stays_short(service_conn):
 
 def test_ingest_refuses_a_connection_with_a_transaction_open(scratch_url, tmp_path: Path):
     require_mirror()
-    from pipeline import db
+    from pipeline.storage import db
 
     with db.connect(scratch_url) as conn:
         articles.list_acts(conn)
@@ -239,13 +242,13 @@ def test_readme_python_example_runs(stand_in_corpus_url, embedding_stand_in):
     ("ile mam urlopu po 10 latach pracy", []),
 ])
 def test_named_articles_are_read_from_the_question(question, named):
-    from pipeline.named_articles import named_articles
+    from pipeline.retrieval.named_articles import named_articles
 
     assert named_articles(question) == named
 
 
 def test_a_named_article_comes_first_and_is_answered_from_its_beginning(service_conn):
-    from pipeline.answer import ChatConfig, answer_question
+    from pipeline.answering.answer import ChatConfig, answer_question
 
     hits = search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=5)
     assert [(h.act, h.article, h.named) for h in hits[:1]] == [("DU/2025/277", "52", True)]

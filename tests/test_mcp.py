@@ -43,8 +43,9 @@ def ollama():
 def mcp_url(server_url: str, ollama: OllamaStandIn) -> str:
     """Kodeks pracy + patient rights from the mirror, embedded by the stand-in (a few seconds)."""
     require_mirror()
-    from pipeline import db, embed, ingest
-    from pipeline.embedders import OllamaEmbedder
+    from pipeline.storage import db
+    from pipeline.indexing import embed, ingest
+    from pipeline.indexing.embedders import OllamaEmbedder
 
     url = create_database(server_url, "mcp")
     embedder = OllamaEmbedder(ollama.url, "bge-m3")
@@ -362,7 +363,7 @@ def test_mcp_command_help_and_option_errors():
 
 
 def test_an_unknown_act_in_a_search_filter_is_an_error_in_the_cli_too(mcp_url):
-    # The rule lives in pipeline.search (search_law and `pipeline search` share it): no silent zero hits.
+    # The rule lives in pipeline.retrieval.search (search_law and `pipeline search` share it): no silent zero hits.
     result = run_cli("search", "urlop", "--mode", "text", "--act", "DU/1999/123", env={"DATABASE_URL": mcp_url})
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "Error: DU/1999/123 is not in the database; run: pipeline ingest --act DU/1999/123"

@@ -22,7 +22,8 @@ import psycopg
 import pytest
 
 from conftest import REPO, create_database
-from pipeline import resources, schema
+from pipeline.core import resources
+from pipeline.storage import schema
 
 VERSIONS = REPO / "migrations" / "versions"
 
@@ -131,7 +132,7 @@ def test_wheel_in_a_fresh_venv_runs_the_main_job_from_any_folder(tmp_path, serve
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([exe, *args], cwd=work, env=env, capture_output=True, text=True, timeout=600)
 
-    where = subprocess.run([str(py), "-c", "import pipeline, pipeline.resources as r; "
+    where = subprocess.run([str(py), "-c", "import pipeline, pipeline.core.resources as r; "
                             "print(pipeline.__file__); print(r.MIGRATIONS_DIR); print(r.SQL_DIR)"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert all(str(venv) in p for p in where), where  # package, migrations and SQL all from the wheel

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import ELI_MIRROR, REPO, mirror_text, run_cli
 
-from pipeline.ingest import _parse, parse_text
-from pipeline.parse import cache as parse_cache
+from pipeline.indexing.ingest import _parse, parse_text
+from pipeline.sources.parse import cache as parse_cache
 
 ACT = "DU/2024/1513"  # HTML, 35 articles
 
@@ -62,7 +62,7 @@ def test_other_bytes_or_another_parser_are_parsed_again(cache: Path, monkeypatch
 _PARSE_ONE = """
 import sys
 from pathlib import Path
-from pipeline.ingest import parse_text
+from pipeline.indexing.ingest import parse_text
 parse_text(Path(sys.argv[1]).read_bytes(), sys.argv[2], progress=print, label="act")
 """
 
@@ -109,7 +109,7 @@ def test_off_writes_nothing(tmp_path: Path, monkeypatch) -> None:
 
 def test_fingerprint_covers_every_parser_file() -> None:
     # Each module of pipeline/parse shapes the result; a change to any of them must miss the cache.
-    import pipeline.parse as package
+    import pipeline.sources.parse as package
 
     files = {p.name for p in Path(package.__file__).parent.glob("*.py")}
     assert {"pdf.py", "html.py", "articles.py", "numbering.py", "text.py", "model.py"} <= files

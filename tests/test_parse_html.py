@@ -9,9 +9,9 @@ import lxml.html
 import pytest
 from conftest import require_mirror as _mirror
 
-from pipeline.parse.html import parse_html
-from pipeline.parse.model import ParsedAct, ParseError
-from pipeline.parse.numbering import check_sequence
+from pipeline.sources.parse.html import parse_html
+from pipeline.sources.parse.model import ParsedAct, ParseError
+from pipeline.core.numbering import check_sequence
 
 # Every act of the mirror with an HTML text, and its article count (checked by hand on the files).
 HTML_ACTS = {

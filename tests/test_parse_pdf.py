@@ -9,10 +9,10 @@ from conftest import parsed_act
 from conftest import require_mirror as _mirror
 from pypdf import PdfWriter
 
-from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
-from pipeline.parse.model import ParsedAct, ParseError
-from pipeline.parse.numbering import check_sequence
-from pipeline.parse.pdf import parse_pdf
+from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
+from pipeline.sources.parse.model import ParsedAct, ParseError
+from pipeline.core.numbering import check_sequence
+from pipeline.sources.parse.pdf import parse_pdf
 
 # Every PDF of the mirror, with its page count and last article (read off the files).
 PDF_ACTS = {

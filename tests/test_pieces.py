@@ -15,9 +15,10 @@ import psycopg
 from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, require_mirror, run_cli
 from embedding_stand_in import StandInEmbedder
 
-from pipeline import db, embed, schema, store
-from pipeline.chunk import PIECE_CHARS, chunk_article, chunk_pieces, searched_text
-from pipeline.search import search
+from pipeline.storage import db, schema, store
+from pipeline.indexing import embed
+from pipeline.sources.chunk import PIECE_CHARS, chunk_article, chunk_pieces, searched_text
+from pipeline.retrieval.search import search
 
 KP = "DU/2025/277"
 PATIENT = "DU/2024/581"

@@ -37,10 +37,11 @@ from conftest import (
 from eli_server import Fault, MirrorServer, start_mirror_server
 from ollama_stand_in import OllamaStandIn
 
-from pipeline import db, embed, ingest
-from pipeline.embedders import OllamaEmbedder
-from pipeline.fetch import SUMS_FILE, EliClient, act_dir
-from pipeline.store import lock_key as store_lock_key
+from pipeline.storage import db
+from pipeline.indexing import embed, ingest
+from pipeline.indexing.embedders import OllamaEmbedder
+from pipeline.sources.fetch import SUMS_FILE, EliClient, act_dir
+from pipeline.storage.store import lock_key as store_lock_key
 
 PDF_ACT = "DU/2026/548"  # 7-page PDF, 39 articles: the smallest PDF of the mirror
 HTML_ACT = "DU/2019/914"  # tiny HTML act (4 articles)
@@ -355,8 +356,8 @@ def test_bad_files_give_one_line_errors_or_a_sensible_result(case, name, build, 
         assert (result["status"], result["articles"]) == ("new", expect)
         assert broken_versions(scratch_url) == [] and counts(scratch_url)["act_versions"] == 1
         # Not a partial or garbled text: exactly the articles of the undamaged PDF.
-        from pipeline.chunk import text_sha256
-        from pipeline.parse.pdf import parse_pdf
+        from pipeline.sources.chunk import text_sha256
+        from pipeline.sources.parse.pdf import parse_pdf
 
         intact = text_sha256(parse_pdf((mirror / "acts" / PDF_ACT / "text.pdf").read_bytes()).articles)
         with psycopg.connect(scratch_url) as c:
@@ -540,8 +541,8 @@ def test_text_search_sees_an_act_whose_ingest_died_right_after_its_commit(scratc
 
     (They once were refreshed in a transaction of their own, after the commit: a kill in between left
     them stale, and the rerun, finding the text unchanged, never refreshed them.)"""
-    from pipeline import store
-    from pipeline.parse.html import parse_html
+    from pipeline.storage import store
+    from pipeline.sources.parse.html import parse_html
 
     d = require_mirror() / "acts" / HTML_ACT_3
     truncate(scratch_url)  # statistics of an empty corpus
@@ -594,7 +595,7 @@ def test_two_ingests_of_one_act_at_once_store_one_version(scratch_url: str) -> N
 
 def test_search_during_an_ingest_of_a_new_version_sees_one_version_per_answer(scratch_url: str,
                                                                              tmp_path: Path) -> None:
-    from pipeline.search import search
+    from pipeline.retrieval.search import search
 
     mirror = require_mirror()
     act = "DU/2024/581"  # patient rights: "pacjent" is in most articles
@@ -834,7 +835,7 @@ def test_a_copied_home_does_not_reach_or_stop_the_original_server(pipeline_home:
 def test_a_pid_file_naming_a_live_process_that_is_no_postgres_is_stale(tmp_path: Path) -> None:
     """After a crash the pid may belong to another program: PostgreSQL would refuse to start over the
     file, and attaching would dial a socket nobody listens on."""
-    from pipeline import db
+    from pipeline.storage import db
 
     pgdata = tmp_path / "pgdata"
     pgdata.mkdir()

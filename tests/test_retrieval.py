@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import EVAL_DIR, run_cli
 
-from pipeline.evaluate import EvalError, Question, recall_ks, select_ids
-from pipeline.refusal import decide, min_similarity
-from pipeline.search import Hit, ModelProfile, profile
+from pipeline.retrieval.evaluate import EvalError, Question, recall_ks, select_ids
+from pipeline.retrieval.refusal import decide, min_similarity
+from pipeline.retrieval.search import Hit, ModelProfile, profile
 
 SEED_FILE = EVAL_DIR / "seed_questions.pl.jsonl"
 OFF_TOPIC = "Jak zrobić dobrą pizzę neapolitańską w domowym piekarniku?"
@@ -68,7 +68,7 @@ def test_refusal_rule_signals():
 
 def test_arms_that_disagree_refuse_below_the_confident_similarity(monkeypatch):
     prof = ModelProfile(min_similarity=0.80, confident_similarity=0.90, agree_top=3, agree_depth=5)
-    monkeypatch.setitem(__import__("pipeline.search", fromlist=["MODEL_PROFILES"]).MODEL_PROFILES, "m", prof)
+    monkeypatch.setitem(__import__("pipeline.retrieval.search", fromlist=["MODEL_PROFILES"]).MODEL_PROFILES, "m", prof)
     apart = [_hit(0.88, 1, None, 0.88), _hit(None, None, 1, 0.88), _hit(0.87, 9, 40, 0.88)]
     verdict = decide(apart, "m")
     assert verdict.refused and verdict.agreement is False and "agree on no article" in verdict.reason

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from pipeline.act_id import ActId, act_id_from_path, acts_in
-from pipeline.config import env_number
-from pipeline.errors import ConfigError, EmbedderError, InvalidActId, PipelineError, UsageError
-from pipeline.files import write_atomic
-from pipeline.parse.articles import TWO_WORDINGS, is_repealed, merge_versions
-from pipeline.parse.html import parse_html
-from pipeline.parse.model import Article
-from pipeline.parse.numbering import expand_range, split_range
-from pipeline.redact import redact_url, scrub
+from pipeline.core.act_id import ActId, act_id_from_path, acts_in
+from pipeline.core.config import env_number
+from pipeline.core.errors import ConfigError, EmbedderError, InvalidActId, PipelineError, UsageError
+from pipeline.core.files import write_atomic
+from pipeline.sources.parse.articles import TWO_WORDINGS, is_repealed, merge_versions
+from pipeline.sources.parse.html import parse_html
+from pipeline.sources.parse.model import Article
+from pipeline.core.numbering import expand_range, split_range
+from pipeline.core.redact import redact_url, scrub
 
 
 def _html(*articles: tuple[str, str]) -> bytes:
@@ -75,7 +75,7 @@ def test_two_versions_of_one_article_are_merged_once() -> None:
 
 
 def test_a_paragraph_printed_twice_in_a_row_is_marked_and_others_are_not() -> None:
-    from pipeline.parse.articles import TWO_PARAGRAPH_WORDINGS
+    from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS
 
     warnings: list[str] = []
     twice = Article("5", "Art. 5. § 1. Stare.\n1) punkt;\n§ 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y.")
@@ -185,13 +185,13 @@ def test_unknown_file_name_is_an_invalid_act_id() -> None:
 
 
 def test_every_user_facing_error_is_a_pipeline_error() -> None:
-    from pipeline.answer import AnswerError
-    from pipeline.articles import ArticleNotFound
-    from pipeline.db import DatabaseError
-    from pipeline.evaluate import EvalError
-    from pipeline.fetch import FetchError
-    from pipeline.ingest import IngestError
-    from pipeline.parse import ParseError
+    from pipeline.answering.answer import AnswerError
+    from pipeline.storage.articles import ArticleNotFound
+    from pipeline.storage.db import DatabaseError
+    from pipeline.retrieval.evaluate import EvalError
+    from pipeline.sources.fetch import FetchError
+    from pipeline.indexing.ingest import IngestError
+    from pipeline.sources.parse import ParseError
 
     for error in (AnswerError, ArticleNotFound, DatabaseError, EvalError, FetchError, IngestError, ParseError,
                   EmbedderError, InvalidActId, ConfigError, UsageError):

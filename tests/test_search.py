@@ -1,4 +1,4 @@
-"""Hybrid retrieval: the SQL function search_chunks(), pipeline.search.search(), `pipeline search`, the thesaurus.
+"""Hybrid retrieval: the SQL function search_chunks(), pipeline.retrieval.search.search(), `pipeline search`, the thesaurus.
 
 The corpus databases (Kodeks pracy + patient rights) are only read here: every connection to them is
 opened read-only. Data that must change lives in databases of this module. Tests of the search logic
@@ -16,12 +16,13 @@ import pytest
 from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
 from embedding_stand_in import StandInEmbedder
 
-from pipeline import db, embed, ingest
-from pipeline.fetch import InvalidActId
-from pipeline.parse import Article
-from pipeline.parse.html import parse_html
-from pipeline.embedders import sparse_head
-from pipeline.search import profile, search
+from pipeline.storage import db
+from pipeline.indexing import embed, ingest
+from pipeline.sources.fetch import InvalidActId
+from pipeline.sources.parse import Article
+from pipeline.sources.parse.html import parse_html
+from pipeline.indexing.embedders import sparse_head
+from pipeline.retrieval.search import profile, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
@@ -39,7 +40,7 @@ SEARCH_SQL = "SELECT * FROM search_chunks(%s, %s::vector, %s, %s, %s, %s, %s, %s
 def model(request) -> tuple:
     """(corpus database URL, its embedder): the stand-in model's corpus, and the real model's (slow)."""
     if request.param == "e5":
-        from pipeline.embedders import LocalEmbedder
+        from pipeline.indexing.embedders import LocalEmbedder
 
         return request.getfixturevalue("corpus_url"), LocalEmbedder()
     return request.getfixturevalue("stand_in_corpus_url"), StandInEmbedder()

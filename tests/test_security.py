@@ -15,8 +15,9 @@ from chat_stand_in import ChatStandIn
 from conftest import REPO, create_database, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn
 
-from pipeline import db, embed, ingest, schema
-from pipeline.embedders import OllamaEmbedder
+from pipeline.storage import db, schema
+from pipeline.indexing import embed, ingest
+from pipeline.indexing.embedders import OllamaEmbedder
 
 ACT = "DU/2024/1513"  # e-services act, HTML, 35 articles
 QUESTION = "Czy usługodawca musi podać swój adres elektroniczny?"

@@ -17,10 +17,11 @@ import pytest
 from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, require_mirror, run_cli
 from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_sparse
 
-from pipeline import db, embed, schema, store
-from pipeline.db import sparsevec_literal
-from pipeline.errors import DatabaseError, UsageError
-from pipeline.search import search, vector_gap
+from pipeline.storage import db, schema, store
+from pipeline.indexing import embed
+from pipeline.storage.db import sparsevec_literal
+from pipeline.core.errors import DatabaseError, UsageError
+from pipeline.retrieval.search import search, vector_gap
 
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
 QUESTION = "Czy szpital może odmówić mi wglądu do dokumentacji medycznej mojego ojca?"

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from conftest import EVAL_DIR, create_database, mirror_text, parsed_act, require_mirror
 
-from pipeline import schema, store
+from pipeline.storage import schema, store
 
 # Small HTML acts (quick to parse and index) for the tests that ingest and delete.
 SMALL_ACTS = ("DU/2024/1513", "DU/2019/1026", "DU/2024/917")

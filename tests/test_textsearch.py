@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipeline import textsearch
+from pipeline.storage import textsearch
 
 SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

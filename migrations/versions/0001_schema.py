@@ -6,7 +6,7 @@ Create Date: 2026-11-29
 """
 from alembic import op
 
-from pipeline.resources import frozen_sql
+from pipeline.core.resources import frozen_sql
 
 revision = "0001"
 down_revision = None

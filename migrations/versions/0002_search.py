@@ -6,7 +6,7 @@ Create Date: 2026-11-29
 """
 from alembic import op
 
-from pipeline.resources import frozen_sql
+from pipeline.core.resources import frozen_sql
 
 revision = "0002"
 down_revision = "0001"
@@ -21,7 +21,7 @@ SEARCH_SHA256 = "4e863dd07f9f1260fee6487e67fa9033630861b2eaa65329e7e843382941f33
 def upgrade() -> None:
     op.execute(frozen_sql("0002", "thesaurus.sql", THESAURUS_SHA256))
     op.execute(frozen_sql("0002", "search.sql", SEARCH_SHA256))
-    from pipeline.thesaurus import sync
+    from pipeline.storage.thesaurus import sync
 
     sync(op.get_bind().connection.driver_connection)
 

@@ -1,7 +1,7 @@
 """The public SQL interface (sql/*.sql) becomes one idempotent step, re-applied after upgrades.
 
 Shipped revisions run the SQL they shipped with (migrations/frozen/, pinned by hash). The views and
-functions users query live in sql/*.sql, written to be safe to run again; `pipeline.schema` applies
+functions users query live in sql/*.sql, written to be safe to run again; `pipeline.storage.schema` applies
 them after the revisions whenever their content differs from what this table records, so changing
 a view is an edit of sql/ and never of a shipped revision.
 

@@ -63,7 +63,7 @@ def upgrade() -> None:
     op.execute(TABLES)
     op.execute(VIEWS)
     # Existing rows: currency from the metadata already stored, by the same rule new ingests use.
-    from pipeline.currency import backfill
+    from pipeline.storage.currency import backfill
 
     backfill(op.get_bind().connection.driver_connection)
 

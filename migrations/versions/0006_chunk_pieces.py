@@ -2,7 +2,7 @@
 
 A chunk is an article or a ~1200-character part of a long one; the offline model averages it into
 one vector, so a question about one provision of a long article matches it weakly. Each chunk
-longer than pipeline.chunk.PIECE_CHARS gets pieces (its § / ust. / pkt units packed up to that size,
+longer than pipeline.sources.chunk.PIECE_CHARS gets pieces (its § / ust. / pkt units packed up to that size,
 each behind the chunk's context header). Their vectors live in `embeddings` by content hash like the
 chunks' and go through the same queue; the vector arm of search_chunks() scores a chunk by the best
 of its own vector and its pieces' (sql/search.sql). The text arm does not use pieces.

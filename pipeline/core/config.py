@@ -1,0 +1,71 @@
+"""Settings read from the environment, in one place (the README's configuration table mirrors this)."""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.sources.chunk import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
+from pipeline.core.errors import ConfigError
+
+
+def env_number(env: Mapping[str, str], name: str, kind: type[int] | type[float] = float, *,
+               allow_zero: bool = False, what: str | None = None,
+               error: type[Exception] = ConfigError) -> int | float | None:
+    """A number from the environment, None when unset or blank.
+
+    Anything but a finite number above zero (or zero, with ``allow_zero``) is a one-line ``error``:
+    "NAME must be a positive integer, got 'x'". ``what`` words the expectation for the message.
+    """
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value: int | float | None = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        noun = "integer" if kind is int else "number"
+        raise error(f"{name} must be {what or ('a non-negative ' if allow_zero else 'a positive ') + noun}, got {raw!r}")
+    return value
+
+
+def _home() -> Path:
+    if os.environ.get("PIPELINE_HOME"):
+        return Path(os.environ["PIPELINE_HOME"]).expanduser()
+    if os.geteuid() == 0:
+        # As root the embedded server runs as a system user and opens read/traverse permission on
+        # every parent of its data dir; /var/lib is open already, /root should stay closed.
+        return Path("/var/lib/pipeline")
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pipeline"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None
+    home: Path  # embedded server data, caches
+    archive_dir: Path  # raw ELI responses ("dane/")
+    chunk_chars: int
+    chunk_overlap: int
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+
+def settings() -> Settings:
+    return Settings(
+        database_url=os.environ.get("DATABASE_URL") or None,
+        home=_home(),
+        archive_dir=Path(os.environ.get("PIPELINE_ARCHIVE", "dane")),
+        chunk_chars=int(env_number(os.environ, "CHUNK_CHARS", int) or DEFAULT_MAX_CHARS),
+        chunk_overlap=int(_overlap(os.environ)),
+    )
+
+
+def _overlap(env: Mapping[str, str]) -> int:
+    value = env_number(env, "CHUNK_OVERLAP", int, allow_zero=True)
+    return DEFAULT_OVERLAP if value is None else int(value)

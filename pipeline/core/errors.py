@@ -1,0 +1,87 @@
+"""Every error the user may see, under one base: the CLI prints a PipelineError as one line.
+
+Each stage's module re-exports its own error (``pipeline.sources.fetch.FetchError`` …), so callers import
+it from where they always did. The extra bases (ValueError, LookupError, RuntimeError) are kept
+because callers catch those.
+"""
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """A failure the user can act on; its message is one line that says the fix, cut at MAX_ERROR_CHARS
+    (a message quoting a caller's 100 000-character input must not reflect it whole to a service's
+    client)."""
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+class DatabaseError(PipelineError, RuntimeError):
+    """The database cannot be reached or is not in a usable state (message says the fix)."""
+
+
+class ConnectionLost(DatabaseError):
+    """The connection broke during a library call (closed, ended by the server, a statement cancelled):
+    a pool should drop it and take another."""
+
+
+class FetchError(PipelineError):
+    """An act cannot be fetched or read back; the message is one line meant for the user."""
+
+
+class InvalidActId(FetchError, ValueError):
+    """The text is not an act id such as DU/2025/277 or "Dz.U. 2025 poz. 277"."""
+
+
+class ActNotInApi(FetchError):
+    """The ELI API answers 404 for the act's record: no such act is published there."""
+
+
+class ParseError(PipelineError, ValueError):
+    """The document cannot be turned into articles (corrupt, encrypted, no articles)."""
+
+
+class IngestError(PipelineError, RuntimeError):
+    """An act could not be ingested; nothing of it was written."""
+
+
+class EmbedderError(PipelineError, RuntimeError):
+    """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
+
+
+class AnswerError(PipelineError, RuntimeError):
+    """The answer could not be produced; the message is one line and says the fix."""
+
+
+class ArticleNotFound(PipelineError, LookupError):
+    """No such article (or act, or version) is stored (a malformed article number is a UsageError)."""
+
+
+class EvalError(PipelineError, ValueError):
+    """The question file is malformed (the message names the line)."""
+
+
+class ConfigError(PipelineError, ValueError):
+    """A setting read from the environment has a value that cannot be used."""
+
+
+class UsageError(PipelineError, ValueError):
+    """The call itself is wrong (options, paths); the CLI reports it as a usage error (exit 2).
+
+    ``param`` names the option or argument at fault, when one is.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+MAX_ERROR_CHARS = 500  # a message quoting the caller's input (a 10 000-character article number) stays readable
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message (cut at MAX_ERROR_CHARS), or its type's name when it has none."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= MAX_ERROR_CHARS else line[:MAX_ERROR_CHARS - 1] + "…"

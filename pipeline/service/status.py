@@ -1,0 +1,229 @@
+"""What `pipeline db status` and `pipeline doctor` report."""
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pipeline.storage import db, schema
+from pipeline.core.errors import one_line
+
+
+def database_status() -> dict[str, Any]:
+    url = db.database_url()
+    with db.connect(url, autocommit=True) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        created, available = pgvector_versions(conn)
+        current = schema.current_revision(conn)
+        info: dict[str, Any] = {
+            "server": db.server_kind(),
+            "postgresql": version.split()[0],
+            "pgvector": created or (f"{available} (available, not created)" if available else None),
+            "migration": current,
+            "migration_head": schema.head_revision(),
+            "text_search": text_search_kind(conn),
+            "rows": {},
+            "embeddings": [],
+        }
+        if current:
+            for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings",
+                          "sparse_embeddings", "embedding_queue", "ingest_runs"):
+                # After a downgrade, tables of later revisions (chunk_pieces: 0006) are not there.
+                if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
+                    info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
+            if conn.execute("SELECT to_regclass('embedding_status') IS NOT NULL").fetchone()[0]:
+                # All columns: sparse_embedded exists from revision 0008 on.
+                info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
+                    "SELECT * FROM embedding_status").fetchall()
+            if conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL").fetchone()[0]:
+                # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
+                info["chunk_texts"] = conn.execute("SELECT chunks FROM corpus_totals").fetchone()[0]
+    info["embedder"] = embedder_description()
+    return info
+
+
+def pgvector_versions(conn: psycopg.Connection) -> tuple[str | None, str | None]:
+    """pgvector's version in this database (None: not created) and the one the server offers (None: not installed)."""
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS created, "
+        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available"
+    ).fetchone()
+    return row["created"], row["available"]
+
+
+def text_search_kind(conn) -> str:
+    """Which dictionaries the `polish` configuration uses (ispell = lemmatising, simple = fallback)."""
+    row = conn.execute(
+        """
+        SELECT string_agg(DISTINCT d.dictname, ', ')
+        FROM pg_ts_config c
+        JOIN pg_ts_config_map m ON m.mapcfg = c.oid
+        JOIN pg_ts_dict d ON d.oid = m.mapdict
+        WHERE c.cfgname = 'polish'
+        """
+    ).fetchone()
+    return f"polish ({row[0]})" if row and row[0] else "missing"
+
+
+def embedder_description() -> dict[str, Any]:
+    from pipeline.indexing.embedders import EmbedderError, embedder_from_env
+
+    try:
+        return embedder_from_env().describe()
+    except EmbedderError as exc:
+        return {"error": str(exc)}
+
+
+def _data_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
+    """No text stored: a new install, or a lost data folder (monitoring reads this check's status)."""
+    acts, versions = conn.execute("SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM act_versions)").fetchone()
+    if not versions:
+        return ("data", "warn", f"no text stored ({acts} act records)", "run: pipeline ingest --act DU/2025/277")
+    return ("data", "ok", f"{versions} text{'' if versions == 1 else 's'} of {acts} act{'' if acts == 1 else 's'}", "")
+
+
+def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
+    """The BM25 statistics that triggers keep (revision 0005/0007) against the chunks: rows written with
+    the triggers off (a data-only pg_restore --disable-triggers) leave them wrong, and the text arm
+    then ranks with nonsense idf while every query still returns rows."""
+    counted, texts, lexemes = conn.execute(
+        "SELECT (SELECT chunks FROM corpus_totals), (SELECT count(DISTINCT content_sha256) FROM chunks), "
+        "(SELECT count(*) FROM lexicon)").fetchone()
+    if counted == texts and (lexemes > 0) == (texts > 0):
+        return ("search statistics", "ok", f"{texts} distinct chunk texts, {lexemes} lexemes", "")
+    return ("search statistics", "fail", f"BM25 statistics count {counted} texts and {lexemes} lexemes, the chunks "
+            f"hold {texts} texts: text search ranks wrongly (chunks written with triggers off?)",
+            "psql \"$(pipeline db url)\" -c 'SELECT refresh_search_stats()'")
+
+
+def _has_sparse_head() -> bool:
+    """The configured embedder has a sparse head (loads the local model: doctor embeds a probe anyway)."""
+    from pipeline.indexing.embedders import EmbedderError, embedder_from_env, sparse_head
+
+    try:
+        return sparse_head(embedder_from_env()) is not None
+    except EmbedderError:
+        return False
+
+
+def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
+    """Texts with no vector for the configured model, queued or not (e.g. stored before a model switch):
+    the vector arm cannot find their articles. An anti-join over every text: seconds at 1M chunks."""
+    from pipeline.indexing.embedders import configured_model
+
+    model = configured_model()
+    if model is None:
+        return "vectors", "warn", "no embedding model configured", "check EMBED_BACKEND / EMBED_MODEL"
+    texts, missing = conn.execute(
+        """
+        SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+                   SELECT 1 FROM embeddings e WHERE e.content_sha256 = u.content_sha256 AND e.model = %s))
+        FROM (SELECT DISTINCT content_sha256 FROM embedding_texts) u
+        """, (model,)).fetchone()
+    if not texts:
+        return "vectors", "ok", "no texts stored yet", ""
+    if not missing and conn.execute("SELECT to_regclass('sparse_models') IS NOT NULL").fetchone()[0]:
+        # A model with a sparse head (revision 0008) also needs one sparse vector per chunk text. Before a
+        # worker with the head has run (a database embedded before 0008), the model is not registered.
+        registered = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s)",
+                                  (model,)).fetchone()[0]
+        if not registered and _has_sparse_head():
+            return ("vectors", "warn", f"no chunk text has a {model} sparse vector (embedded before this pipeline "
+                    "added them): hybrid search runs without its sparse arm", "run: pipeline embed")
+        sparse_missing = 0 if not registered else conn.execute(
+            """
+            SELECT count(*) FROM (SELECT DISTINCT content_sha256 FROM chunks) u
+            WHERE NOT EXISTS (SELECT 1 FROM sparse_embeddings s WHERE s.content_sha256 = u.content_sha256
+                              AND s.model = %s)
+            """, (model,)).fetchone()[0]
+        if sparse_missing:
+            return ("vectors", "warn", f"{sparse_missing} chunk texts have no {model} sparse vector: the sparse arm "
+                    "cannot find their articles", "run: pipeline embed")
+    if not missing:
+        return "vectors", "ok", f"all {texts} texts have a {model} vector", ""
+    return ("vectors", "warn", f"{missing} of {texts} texts have no {model} vector: hybrid search, ask and the "
+            "refusal rule cannot see their articles", "run: pipeline embed")
+
+
+def doctor() -> list[dict[str, str]]:
+    """Check every dependency; each check is {name, status: ok|warn|fail, detail, fix}."""
+    checks: list[dict[str, str]] = []
+
+    def add(name: str, status: str, detail: str, fix: str = "") -> None:
+        checks.append({"name": name, "status": status, "detail": detail, "fix": fix})
+
+    conn = None
+    try:
+        url = db.database_url()
+        conn = db.connect(url, autocommit=True)
+        version = conn.execute("SHOW server_version_num").fetchone()[0]
+        major = int(version) // 10000
+        add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
+            "" if major >= 15 else "use PostgreSQL 15 or newer")
+    except Exception as exc:
+        add("database", "fail", one_line(exc),
+            "set DATABASE_URL to a reachable server, or unset it to use the embedded one" if db.server_kind() == "external"
+            else "fix what the error says (e.g. free disk space under PIPELINE_HOME), or set DATABASE_URL")
+    if conn is not None:
+        created, available = pgvector_versions(conn)
+        if created:
+            ok = tuple(int(x) for x in created.split(".")[:2]) >= (0, 8)
+            add("pgvector", "ok" if ok else "fail", f"pgvector {created}", "" if ok else "upgrade pgvector to 0.8 or newer")
+        elif available:
+            add("pgvector", "warn", f"pgvector {available} available, not created yet", "run: pipeline db upgrade")
+        else:
+            add("pgvector", "fail", "pgvector is not installed on the server", "use the pgvector/pgvector image or install it")
+        current, head = schema.current_revision(conn), schema.head_revision()
+        if schema.newer_than_code(current):
+            add("migrations", "fail", f"at {current}, newer than this pipeline (head {head})",
+                "install the pipeline version that migrated it, or a newer one")
+        else:
+            add("migrations", "ok" if current == head else "warn", f"at {current or 'none'}, head {head}",
+                "" if current == head else "run: pipeline db upgrade")
+        kind = text_search_kind(conn)
+        if "ispell" in kind:
+            add("text search", "ok", kind + ": Polish base forms")
+        elif kind == "missing":
+            add("text search", "warn", "no 'polish' configuration", "run: pipeline db upgrade")
+        else:
+            add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
+                "install the dictionary files (README: docker-compose) and run: pipeline db upgrade")
+        if current:
+            failing = conn.cursor(row_factory=dict_row).execute(
+                "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
+            ).fetchone()
+            queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+            if failing["n"]:
+                add("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
+                    "fix the embedder, then: pipeline embed")
+            else:
+                add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
+                    "" if not queued else "run: pipeline embed")
+            add(*_vectors_check(conn))
+            add(*_data_check(conn))
+        if current == head:
+            add(*_search_stats_check(conn))
+        conn.close()
+
+    from pipeline.indexing.embedders import EmbedderError, embedder_from_env
+
+    try:
+        embedder = embedder_from_env()
+        vector = embedder.embed_query("test")
+        add("embedder", "ok", f"{embedder.backend} {embedder.name}, {len(vector)} dimensions")
+    except EmbedderError as exc:
+        add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
+
+    from pipeline.answering.answer import ChatConfig, probe
+
+    config = ChatConfig.from_env()
+    if config.configured:
+        # Reached, not only configured: a dead server would otherwise pass until the first `ask`.
+        problem = probe(config)
+        add("answer model", "fail" if problem else "ok", config.describe() + (f": {problem}" if problem else ""),
+            "check ANSWER_BASE_URL / the key, and that the server runs" if problem else "")
+    else:
+        add("answer model", "warn", config.describe() + "; `ask` answers offline with cited sentences",
+            "set OPENROUTER_API_KEY (or ANSWER_BASE_URL for a local OpenAI-compatible server)")
+    return checks

@@ -1,0 +1,406 @@
+"""Parse a Dziennik Ustaw PDF into articles.
+
+pypdf's visitor gives each text run with its font size and position; from that we
+rebuild lines, recover superscripts (the text layer reads "Art. 151^1." as
+"Art. 1511."), drop page furniture and footnotes, then split the act into
+top-level articles.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError, PyPdfError
+
+from pipeline.sources.parse.articles import is_repealed, merge_versions
+from pipeline.sources.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
+from pipeline.core.numbering import NUMBER, expand_range, split_range
+from pipeline.sources.parse.text import join_hyphenated, join_lines, normalize_spaces
+
+
+@contextmanager
+def _pypdf_quiet() -> Iterator[None]:
+    """pypdf logs every recoverable oddity of a PDF as a warning; they are noise here. Quiet while
+    this module parses only: the pypdf logger of the process that imports the library stays its own."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+_SUP_MAX_RATIO = 0.85  # a run smaller than this fraction of its line is a superscript
+_FOOTNOTE_RATIO = 0.93  # lines smaller than this fraction of the body size are footnotes
+
+_HEADER = re.compile(r"^Dziennik Ustaw\s*[–-]\s*\d+\s*[–-]\s*Poz\.\s*\d+$")
+_ART = re.compile(rf"^Art(\.?)\s*({NUMBER})\s*\.\s*")
+_ART_RANGE = re.compile(rf"^Art\.\s*({NUMBER})\s*[–-]\s*({NUMBER})\s*\.\s*")
+_UNIT_REPEALED = re.compile(r"\(zawierający art\.\s*(.+?)\s*[–-]\s*uchylon[ya]\)")
+_HEADING = re.compile(r"^(KSIĘGA|TYTUŁ|DZIAŁ|Rozdział|Oddział)\s+\S+(?:\s|$)")
+_LEVELS = {"KSIĘGA": 0, "TYTUŁ": 1, "DZIAŁ": 2, "Rozdział": 3, "Oddział": 4}
+_ANNEX_OF_NOTICE = re.compile(r"^Załącznik do obwieszczenia")
+_SIGNATURE = re.compile(
+    r"^(Marszałek Sejmu|Prezydent Rzeczypospolitej Polskiej|Prezes Rady Ministrów):"
+)
+_ANNEX = re.compile(r"^Załącznik(?:i)?(?: nr \d+)? do ustawy")
+# A paragraph starts with one of these markers: "§ 2.", "2.", "3)", "a)", "–".
+_MARKER = re.compile(r"^(?:Art\.|§\s*\d|\d+[a-z]*(?:\^\S+)?\.\s|\d+[a-z]*(?:\^\S+)?\)\s|[a-z]{1,3}\)\s|[–-]\s)")
+_FOOTNOTE_MARK = re.compile(r"^\d+\)(?:,\s*\d+\))*,?$")
+
+
+@dataclass
+class _Token:
+    text: str
+    x: float
+    y: float
+    size: float
+    bold: bool
+    sup: bool = False
+
+
+@dataclass
+class _Line:
+    text: str
+    x: float
+    y: float
+    size: float
+    bold: bool
+    page: int
+    gap: float = 0.0  # distance from the previous line's baseline on the same page (0 = first)
+
+
+@dataclass
+class _Block:
+    """An article being collected."""
+
+    number: str
+    lines: list[str] = field(default_factory=list)
+    heading_path: list[str] = field(default_factory=list)
+
+
+def parse_pdf(data: bytes) -> ParsedAct:
+    """Parse the bytes of a Dziennik Ustaw PDF into its top-level articles."""
+    with _pypdf_quiet():
+        return _parse_pdf(data)
+
+
+def _parse_pdf(data: bytes) -> ParsedAct:
+    reader = _open(data)
+    pages = len(reader.pages)
+    lines: list[_Line] = []
+    raw_pages: list[list[_Line]] = []
+    try:
+        for index, page in enumerate(reader.pages):
+            raw_pages.append(_page_lines(page, index))
+    except (PyPdfError, ValueError, KeyError, TypeError) as exc:
+        raise ParseError(f"cannot read PDF text: {exc}") from exc
+    body = _body_size(raw_pages)
+    for page_lines in raw_pages:
+        lines.extend(_drop_furniture(page_lines, body))
+    return _build_act(lines, pages, body)
+
+
+def _open(data: bytes) -> PdfReader:
+    if not looks_like_pdf(data):
+        raise ParseError("not a PDF file (missing %PDF header)")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise ParseError("PDF is encrypted")
+        if len(reader.pages) == 0:
+            raise ParseError("PDF has no pages")
+    except ParseError:
+        raise
+    except (PyPdfError, PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise ParseError(f"corrupt PDF: {exc}") from exc
+    return reader
+
+
+# --- lines from text runs -------------------------------------------------------
+
+
+def _page_lines(page, index: int) -> list[_Line]:
+    tokens: list[_Token] = []
+
+    def visit(text: str, cm, tm, font, size) -> None:
+        if not text or text == "\n":
+            return
+        a, b, c, d, e, f = tm
+        ca, cb, cc, cd, ce, cf = cm
+        x = e * ca + f * cc + ce
+        y = e * cb + f * cd + cf
+        scale = (abs(a * d - b * c) * abs(ca * cd - cb * cc)) ** 0.5
+        name = str(font.get("/BaseFont", "")) if font else ""
+        tokens.append(_Token(text.replace("\n", " "), x, y, size * scale, "Bold" in name))
+
+    page.extract_text(visitor_text=visit)
+    return _group_lines(tokens, index)
+
+
+def _group_lines(tokens: list[_Token], page: int) -> list[_Line]:
+    # Cluster tokens by baseline, top to bottom.
+    tokens = sorted(tokens, key=lambda t: -t.y)
+    groups: list[list[_Token]] = []
+    for token in tokens:
+        if groups and abs(groups[-1][0].y - token.y) <= 1.0:
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+    groups = [g for g in groups if any(t.text.strip() for t in g)]
+
+    # A group of small runs just above a line of larger text holds that line's superscripts.
+    merged: list[list[_Token]] = []
+    i = 0
+    while i < len(groups):
+        group = groups[i]
+        if i + 1 < len(groups):
+            below = groups[i + 1]
+            size_above = max(t.size for t in group if t.text.strip())
+            size_below = _dominant_size(below)
+            rise = group[0].y - below[0].y
+            if size_above < _SUP_MAX_RATIO * size_below and 0 < rise < 0.75 * size_below:
+                for t in group:
+                    t.sup = True
+                merged.append(below + group)
+                i += 2
+                continue
+        merged.append(group)
+        i += 1
+
+    return [line for group in merged if (line := _make_line(group, page)) is not None]
+
+
+def _dominant_size(group: list[_Token]) -> float:
+    sizes: Counter[float] = Counter()
+    for t in group:
+        if not t.sup:
+            sizes[round(t.size, 1)] += len(t.text.strip())
+    return sizes.most_common(1)[0][0] if sizes else group[0].size
+
+
+def _make_line(group: list[_Token], page: int) -> _Line | None:
+    group = sorted(group, key=lambda t: t.x)
+    parts: list[str] = []
+    sup_run: list[str] = []
+
+    def flush_sup() -> None:
+        sup = "".join(sup_run).strip()
+        sup_run.clear()
+        if not "".join(parts).strip():
+            # A raised label opening a line is a footnote's own number (quoted in an amendment).
+            parts.append(sup + " ")
+        elif not _FOOTNOTE_MARK.match(sup):
+            # Footnote markers ("1)", "2), 3)") are dropped along with the footnotes.
+            # Some texts print the superscript in brackets ("479[88a]").
+            parts.append("^" + sup.replace(" ", "").removeprefix("[").removesuffix("]"))
+
+    previous: _Token | None = None
+    for t in group:
+        if previous is not None and _hard_space(previous, t):
+            parts.append(" ")
+        previous = t
+        if t.sup and t.text.strip():
+            sup_run.append(t.text)
+            continue
+        if sup_run:
+            flush_sup()
+        parts.append(t.text)
+    if sup_run:
+        flush_sup()
+    text = normalize_spaces("".join(parts))
+    if not text:
+        return None
+    main = [t for t in group if not t.sup and t.text.strip()] or group
+    return _Line(
+        text=text,
+        x=main[0].x,
+        y=main[0].y,
+        size=_dominant_size(group),
+        bold=main[0].bold,
+        page=page,
+    )
+
+
+# Advance widths (Times, 1/1000 em) of Polish one-letter words. The typesetter binds them to
+# the next word with positioning instead of a space glyph ("i" … "w art."), so the text layer
+# reads "iw"; a gap wider than the letter itself shows the space.
+_ONE_LETTER_WIDTH = {"a": 0.444, "i": 0.278, "o": 0.5, "u": 0.5, "w": 0.722, "z": 0.444,
+                     "A": 0.722, "I": 0.333, "O": 0.722, "U": 0.722, "W": 0.944, "Z": 0.611}
+
+
+def _hard_space(previous: _Token, token: _Token) -> bool:
+    width = _ONE_LETTER_WIDTH.get(previous.text)
+    if width is None or previous.sup or token.sup or not token.text[:1].strip():
+        return False
+    return token.x - previous.x > (width + 0.08) * previous.size
+
+
+def _body_size(pages: list[list[_Line]]) -> float:
+    sizes: Counter[float] = Counter()
+    for page in pages:
+        for line in page:
+            sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _drop_furniture(lines: list[_Line], body: float) -> list[_Line]:
+    kept = []
+    for line in lines:
+        if _HEADER.match(line.text):
+            continue
+        if line.page == 0 and (
+            line.size > 1.15 * body
+            or re.match(r"^(Poz\.\s*\d+|Warszawa, dnia .*|DZIENNIK USTAW|RZECZYPOSPOLITEJ POLSKIEJ)$", line.text)
+        ):
+            continue
+        kept.append(line)
+    # Footnotes: the block of small-print lines below the last body-size line.
+    last_body = max((i for i, ln in enumerate(kept) if ln.size >= _FOOTNOTE_RATIO * body), default=-1)
+    kept = [ln for i, ln in enumerate(kept) if i <= last_body or ln.size >= _FOOTNOTE_RATIO * body]
+    for previous, line in itertools.pairwise(kept):
+        line.gap = previous.y - line.y
+    return kept
+
+
+# --- articles from lines --------------------------------------------------------
+
+
+def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
+    warnings: list[str] = []
+    start = next((i for i, ln in enumerate(lines) if _ANNEX_OF_NOTICE.match(ln.text)), None)
+    if start is not None:
+        # A consolidated text: the act is the annex; its small-print label may run over lines.
+        start += 1
+        while start < len(lines) and lines[start].size < _FOOTNOTE_RATIO * body:
+            start += 1
+        lines = lines[start:]
+    title = _title(lines)
+
+    blocks: list[_Block] = []
+    headings: list[tuple[int, str]] = []  # (level, text), outermost first
+    title_open = False  # the last heading's title lines may still follow
+    depth = 0  # open „quotes”: articles inside quotes belong to an amendment
+    paragraph_gap = _paragraph_gap(lines)
+
+    def add(number: str, first_line: str) -> None:
+        blocks.append(_Block(number, [first_line], [h for _, h in headings]))
+
+    for line in lines:
+        text = line.text
+        if depth == 0 and blocks and line.x > 200 and (_SIGNATURE.match(text) or _ANNEX.match(text)):
+            # the signature or an annex, set off to the right, ends the act's articles
+            break
+        top = depth == 0
+        depth = max(0, depth + text.count("„") - text.count("”"))
+        if not top:
+            if blocks:
+                _append(blocks[-1], line, paragraph_gap)
+            continue
+
+        heading = _HEADING.match(text) if line.x > 120 else None  # heading labels are centred
+        if heading:
+            level = _LEVELS[heading.group(1)]
+            headings = [(lv, t) for lv, t in headings if lv < level]
+            headings.append((level, text))
+            title_open = True
+            for n in _repealed_unit_articles(text):
+                add(n, f"Art. {n}. (uchylony)")
+            continue
+        if title_open and not _ART.match(text) and not _ART_RANGE.match(text):
+            gone = _repealed_unit_articles(text)
+            if text.startswith("(oznaczenie"):
+                continue  # "(oznaczenie oraz tytuł rozdziału I – uchylone)": nothing to keep
+            if line.bold or _UNIT_REPEALED.search(text):
+                # Title line(s) or a "(zawierający art. … – uchylony)" note under the heading label.
+                headings[-1] = (headings[-1][0], f"{headings[-1][1]} {text}")
+                for n in gone:
+                    add(n, f"Art. {n}. (uchylony)")
+                continue
+        title_open = False
+
+        rng = _ART_RANGE.match(text)
+        art = _ART.match(text)
+        if art and not art.group(1) and not line.bold:
+            art = None  # "Art 5." without the dot is a label only when printed bold
+        if rng:
+            first, last = rng.group(1), rng.group(2)
+            rest = text[rng.end():]
+            numbers = expand_range(first, last)
+            if numbers:
+                for n in numbers:
+                    add(n, f"Art. {n}. {rest}".strip())
+            else:
+                warnings.append(f"article range {first}–{last} kept as one article")
+                add(first, f"Art. {first}–{last}. {rest}".strip())
+        elif art:
+            number = art.group(2)
+            add(number, f"Art. {number}. {text[art.end():]}".strip())
+        elif blocks:
+            _append(blocks[-1], line, paragraph_gap)
+
+    if not blocks:
+        raise ParseError("no articles found in PDF")
+    result: list[Article] = []
+    for block in blocks:
+        text = join_hyphenated(block.lines)
+        label = _ART.match(text) or _ART_RANGE.match(text)
+        gone = bool(label and is_repealed(text[label.end():]))
+        result.append(Article(block.number, text, block.heading_path, gone))
+    # Consolidated texts print an article twice when an amendment is pending: keep both in one.
+    result = merge_versions(result, warnings)
+    return ParsedAct(result, title=title, source_format="pdf", pages=pages, warnings=warnings)
+
+
+def _repealed_unit_articles(text: str) -> list[str]:
+    """Articles of a repealed chapter: "(zawierający art. 19–21 – uchylony)" -> 19, 20, 21."""
+    m = _UNIT_REPEALED.search(text)
+    if not m:
+        return []
+    numbers: list[str] = []
+    for item in re.split(r"\s*(?:,|\bi\b)\s*", m.group(1)):
+        item = re.sub(r"^art\.\s*", "", item.strip())
+        if span := split_range(item):
+            numbers.extend(span)
+        elif re.match(rf"^{NUMBER}$", item):
+            numbers.append(item)
+    return numbers
+
+
+def _paragraph_gap(lines: list[_Line]) -> float:
+    """Baseline distance above which a line starts a new paragraph (extra spacing)."""
+    gaps: Counter[float] = Counter(round(ln.gap, 1) for ln in lines if ln.gap > 0)
+    usual = gaps.most_common(1)[0][0] if gaps else 12.0
+    return usual * 1.2
+
+
+def _append(block: _Block, line: _Line, paragraph_gap: float) -> None:
+    """Add a line to an article: a new paragraph or the continuation of the last one."""
+    previous = block.lines[-1]
+    new_paragraph = line.gap > paragraph_gap or (
+        _MARKER.match(line.text) and previous.rstrip().endswith((".", ";", ":", "”", ",", "–", ")"))
+    )
+    if new_paragraph:
+        block.lines.append(line.text)
+    else:
+        block.lines[-1] = previous + "\n" + line.text  # joined later by join_hyphenated
+
+
+def _title(lines: list[_Line]) -> str | None:
+    """The act's title: "USTAWA", "z dnia …" and the bold title lines before the first article."""
+    parts: list[str] = []
+    for line in lines[:12]:
+        if _ART.match(line.text) or _HEADING.match(line.text):
+            break
+        if not (line.bold or line.text.startswith("z dnia")):
+            break
+        parts.append(line.text)
+    return join_lines(parts) or None

@@ -1,0 +1,178 @@
+"""Look up stored acts and their articles: one article (current, as of a date, or a given version),
+an act's table of contents, the list of stored acts."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from contextlib import closing
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pipeline.storage import currency
+from pipeline.core.act_id import parse_act_id
+from pipeline.storage.db import read_only
+from pipeline.core.errors import ArticleNotFound, UsageError
+from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
+
+
+
+class ActNotFound(ArticleNotFound):
+    """The act is not in the database (the message says how to ingest it)."""
+
+
+def require_acts(conn: psycopg.Connection, acts: list[str]) -> list[str]:
+    """Canonical ELI ids of ``acts``, each one stored (as an act or as the base act of a stored text)."""
+    elis = [str(parse_act_id(a)) for a in acts]
+    known = {r[0] for r in conn.execute(
+        "SELECT eli FROM acts WHERE eli = ANY(%(e)s) UNION SELECT base_eli FROM acts WHERE base_eli = ANY(%(e)s)",
+        {"e": elis})}
+    for eli in elis:
+        if eli not in known:
+            raise ActNotFound(f"{eli} is not in the database; run: pipeline ingest --act {eli}")
+    return elis
+
+
+def require_date(as_of: object) -> None:
+    """A library caller's ``as_of`` is a date or None (a string such as "2025-13-01" would reach SQL)."""
+    # A datetime is a date subclass, but SQL would see a timestamp (and the law has no time of day).
+    if as_of is not None and (not isinstance(as_of, dt.date) or isinstance(as_of, dt.datetime)):
+        raise UsageError("as_of must be a date (datetime.date, not a datetime), e.g. 2025-10-01")
+
+
+# SQL: the base act of the ELI id given as %(e)s (a consolidated text's base act; else the id itself,
+# a base act whose own text may not be stored). Versions are grouped by it.
+BASE_OF = "coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s)"
+
+
+def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
+    """The version of ``eli``'s base act whose text is in force on ``as_of`` (None: the current one)."""
+    version = conn.execute(
+        f"SELECT v.version_id FROM versions_as_of(%(as_of)s) v WHERE v.base_eli = {BASE_OF}",
+        {"as_of": as_of, "e": eli},
+    ).fetchone()
+    if not version:
+        require_acts(conn, [eli])
+        earliest = conn.execute(
+            f"SELECT eli, valid_from FROM act_versions WHERE base_eli = {BASE_OF} AND valid_from IS NOT NULL "
+            "ORDER BY valid_from, version_id LIMIT 1", {"e": eli}).fetchone()
+        since = f"; the earliest stored is {earliest[0]}, from {earliest[1]}" if earliest else ""
+        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}{since}" if as_of
+                              else f"no current stored text of {eli}")
+    return version[0]
+
+
+def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
+    """"; stored: DU/2023/1465 version 1, DU/2025/277 versions 1-2 (…)" for ``eli``'s base act (a base
+    act's id names no text of its own when only its consolidated texts are stored)."""
+    require_acts(conn, [eli])
+    texts = conn.execute(
+        f"SELECT eli, min(version_no), max(version_no) FROM act_versions WHERE base_eli = {BASE_OF} "
+        "GROUP BY eli ORDER BY min(valid_from) NULLS FIRST, eli", {"e": eli}).fetchall()
+    listed = ", ".join(f"{e} version {lo}" if lo == hi else f"{e} versions {lo}-{hi}" for e, lo, hi in texts)
+    return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
+
+
+def canonical_article(text: str) -> str:
+    """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '154 § 1 pkt 2' -> '154'."""
+    if not isinstance(text, str):  # 154 as a number: the caller's mistake, not a missing article
+        raise UsageError(f"an article number is a string such as '154' or '151^1', not {type(text).__name__}")
+    s = text.strip()
+    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE)
+    # "154 § 1 pkt 2", "23 ust. 1": the unit a reader cites; the whole article is what is stored.
+    s = re.sub(r"\s*(§|ust\.|pkt|lit\.)\s*\S.*$", "", s, flags=re.IGNORECASE)
+    s = s.rstrip(".").replace(" ", "")
+    s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
+    if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
+        # Malformed, like a malformed act id: the call is wrong (HTTP 400), not the article missing (404).
+        raise UsageError(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
+    return s.lower()
+
+
+@read_only
+def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
+                version_no: int | None = None) -> dict:
+    eli = str(parse_act_id(act))
+    number = canonical_article(article)
+    require_date(as_of)
+    if version_no is not None and as_of is not None:
+        raise UsageError("a version and a date each pick the text; give one of them (--version or --as-of)")
+    if version_no is not None:
+        version = conn.execute("SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s",
+                               (eli, version_no)).fetchone()
+        if not version:
+            raise ArticleNotFound(f"{eli} has no stored version {version_no}" + _versions_stored(conn, eli))
+        version_id = version[0]
+    else:
+        # The act's text in force on the date: among all versions of its base act.
+        version_id = _version_as_of(conn, eli, as_of)
+    row = conn.cursor(row_factory=dict_row).execute(
+        """
+        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no,
+               v.valid_from,
+               -- valid_to: the date a newer stored text of the same act takes over (NULL: none stored yet)
+               (SELECT min(n.valid_from) FROM act_versions n
+                WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to
+        FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
+        WHERE ar.version_id = %s AND ar.article = %s
+        ORDER BY ar.ordinal LIMIT 1
+        """,
+        (version_id, number),
+    ).fetchone()
+    if not row:
+        # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.
+        alike = [r[0] for r in conn.execute(
+            "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
+            "AND article LIKE '%%^%%' ORDER BY ordinal", (version_id, number))]
+        hint = f" (did you mean art. {' or art. '.join(alike)}?)" if alike else ""
+        raise ArticleNotFound(f"{eli} has no art. {number} in the selected text{hint}")
+    cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
+    row["currency"] = cur.to_dict() if cur else None
+    return row
+
+
+def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+    """`pipeline show`: :func:`get_article` on the current database."""
+    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        return get_article(conn, act, article, as_of=as_of, version_no=version_no)
+
+
+@read_only
+def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | None = None) -> dict:
+    """The articles of the act's text in force on ``as_of`` (None: current), in order, with their headings."""
+    eli = str(parse_act_id(act))
+    require_date(as_of)
+    version_id = _version_as_of(conn, eli, as_of)
+    head = conn.execute(
+        "SELECT v.eli, a.title, v.version_no, v.valid_from FROM act_versions v JOIN acts a USING (eli) "
+        "WHERE v.version_id = %s", (version_id,)).fetchone()
+    rows = conn.execute(
+        "SELECT article, heading_path, repealed, length(text) FROM articles WHERE version_id = %s ORDER BY ordinal",
+        (version_id,)).fetchall()
+    return {
+        "eli": head[0], "act_title": head[1], "version_no": head[2], "valid_from": head[3],
+        "articles": [{"article": a, "heading_path": list(h), "repealed": r, "chars": n} for a, h, r, n in rows],
+    }
+
+
+@read_only
+def list_acts(conn: psycopg.Connection) -> list[dict]:
+    """Every stored act (per base act: its current text), with all its stored versions, oldest first."""
+    rows = conn.execute(
+        """
+        SELECT c.eli, c.base_eli, c.title, c.act_type, c.status, a.in_force, c.version_no, c.valid_from,
+               c.article_count, c.chunk_count, c.ingested_at,
+               (SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.version_no,
+                                                  'valid_from', v.valid_from, 'ingested_at', v.ingested_at)
+                                ORDER BY v.valid_from NULLS FIRST, v.version_id)
+                FROM act_versions v WHERE v.base_eli = c.base_eli)
+        FROM current_versions c JOIN acts a USING (eli)
+        ORDER BY c.eli
+        """
+    ).fetchall()
+    keys = ("eli", "base_eli", "title", "act_type", "status", "in_force", "version_no", "valid_from",
+            "article_count", "chunk_count", "ingested_at", "versions")
+    return [dict(zip(keys, r)) for r in rows]

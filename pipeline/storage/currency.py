@@ -1,0 +1,276 @@
+"""Currency of an act: is its stored text still the law, or was it amended (or repealed) since?
+
+The ELI metadata says so: a consolidated text (tekst jednolity) lists the amendments published
+after it under "Nowelizacje po tekście jednolitym"; any other act lists its amending acts under
+"Akty zmieniające"; ``inForce`` says whether it is in force. :func:`from_meta` reads that when an
+act is stored (the columns of ``acts``); :func:`for_acts` reads it back through the
+``act_currency`` view; :meth:`Currency.note` and :func:`warning` say it in Polish.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pipeline.storage.db import read_only
+
+LATER_AMENDMENTS = "Nowelizacje po tekście jednolitym"  # on a consolidated text: what it lacks
+AMENDING_ACTS = "Akty zmieniające"  # on any other act: every act that amended it
+CONSOLIDATED_FOR = "Tekst jednolity dla aktu"
+NOT_IN_FORCE = "NOT_IN_FORCE"
+try:
+    WARSAW: dt.tzinfo = ZoneInfo("Europe/Warsaw")  # the API's timestamps carry no zone
+except ZoneInfoNotFoundError:  # a system without a time zone database: CET, an hour off in summer
+    WARSAW = dt.timezone(dt.timedelta(hours=1), "CET")
+
+
+@dataclass(frozen=True)
+class Amendment:
+    eli: str
+    date: dt.date | None
+    date_of: str  # "act": the amending act's date; "entry_into_force": when the change applies
+
+
+@dataclass(frozen=True)
+class Currency:
+    eli: str
+    base_eli: str
+    in_force: str | None  # IN_FORCE | NOT_IN_FORCE | UNKNOWN | None
+    status: str | None  # the API's Polish status, e.g. "obowiązujący", "wygaśnięcie aktu"
+    text_as_of: dt.date | None  # the date the stored text states the law for
+    expiration_date: dt.date | None
+    change_date: dt.datetime | None
+    checked_at: dt.datetime | None
+    amended_after: tuple[Amendment, ...] | None  # None: the metadata says nothing about amendments
+    is_current: bool = True  # holds the current text of its base act
+    version_no: int | None = None  # its latest stored version
+    # The date the reader asked about (search/ask/show --as-of); None: today. What happened to the act
+    # after that date does not bear on the law as it stood then (amendments, going out of force).
+    as_of: dt.date | None = None
+    title: str | None = None  # the act's title from its record (None: the record has none)
+
+    @property
+    def consolidated(self) -> bool:
+        return self.base_eli != self.eli
+
+    @property
+    def amendments(self) -> tuple[Amendment, ...] | None:
+        """The amendments after the text that bear on the date asked about: all of them, or with
+        ``as_of`` those dated on or before it. An undated one is kept: it cannot be ruled out."""
+        if self.amended_after is None or self.as_of is None:
+            return self.amended_after
+        return tuple(a for a in self.amended_after if a.date is None or a.date <= self.as_of)
+
+    @property
+    def amended(self) -> bool:
+        return bool(self.amendments)
+
+    @property
+    def repealed_since(self) -> bool:
+        """Not in force now, but in force on the date asked about (it expired after ``as_of``)."""
+        return (self.in_force == NOT_IN_FORCE and self.as_of is not None and self.expiration_date is not None
+                and self.expiration_date > self.as_of)
+
+    @property
+    def not_in_force(self) -> bool:
+        """Not in force on the date asked about (today without ``as_of``)."""
+        return self.in_force == NOT_IN_FORCE and not self.repealed_since
+
+    def note(self) -> str:
+        """One Polish line: text as of DATE; amended since by N acts (ids, dates); or not in force.
+        With ``as_of``, only the amendments up to that date count."""
+        kind = "tekst jednolity" if self.consolidated else "tekst"
+        parts = [f"{self.eli}: {kind} według stanu na {self.text_as_of or 'nieznaną datę'}"]
+        if self.in_force == NOT_IN_FORCE:
+            parts.append("akt nie obowiązuje" + (f" od {self.expiration_date}" if self.expiration_date else "")
+                         + (f" ({self.status})" if self.status else "")
+                         + (f"; {self.as_of} jeszcze obowiązywał" if self.repealed_since else ""))
+        amendments = self.amendments
+        if amendments is None:
+            # No check time: the record was made for a local file, no ELI metadata was read.
+            parts.append(("metadane ELI nie podają późniejszych zmian" if self.checked_at
+                          else "metadanych ELI nie sprawdzono (tekst z pliku)"))
+        elif self.as_of is None:
+            if amendments:
+                parts.append(f"później zmieniony {_acts(len(amendments))}: {', '.join(map(_amendment, amendments))}")
+            elif not self.not_in_force:
+                parts.append("bez późniejszych zmian według metadanych ELI")
+        else:
+            # An amendment's date is the amending act's own (or, for an act that is not a consolidated
+            # text, its entry into force): dated before the day asked about, it may still have been
+            # unpublished or not in force then. So: "dated up to", not "amended by".
+            if amendments:
+                parts.append(f"akty zmieniające datowane do {self.as_of}: {len(amendments)} – "
+                             f"{', '.join(map(_amendment, amendments))}")
+            else:
+                parts.append(f"brak aktów zmieniających datowanych do {self.as_of} według metadanych ELI")
+            if later := len(self.amended_after or ()) - len(amendments):
+                parts.append(f"późniejszych: {later}")
+        if self.checked_at:
+            parts.append(f"sprawdzono {self.checked_at:%Y-%m-%d}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's facts, with ``amended_after`` / ``amendments_after`` those that bear on ``as_of``
+        (the note's), and ``amended_after_total`` all of them."""
+        d = asdict(self)
+        amendments = self.amendments
+        d["amended_after"] = None if amendments is None else [asdict(a) for a in amendments]
+        d["amendments_after"] = None if amendments is None else len(amendments)
+        d["amended_after_total"] = None if self.amended_after is None else len(self.amended_after)
+        d["note"] = self.note()
+        return d
+
+
+def _amendment(a: Amendment) -> str:
+    if a.date is None:
+        return a.eli
+    return f"{a.eli} ({'z ' if a.date_of == 'act' else 'w życie od '}{a.date})"
+
+
+def _acts(n: int) -> str:
+    """'1 aktem', '2 aktami'; Polish instrumental is the same for every n > 1."""
+    return "1 aktem" if n == 1 else f"{n} aktami"
+
+
+def warning(currencies: Iterable[Currency]) -> str | None:
+    """One Polish line under an answer when a cited act was amended after its text, or is not in force."""
+    problems, amended = [], False
+    for c in currencies:
+        if amendments := c.amendments:
+            last = max(amendments, key=lambda a: (a.date or dt.date.min))
+            if c.as_of is None:
+                problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono później "
+                                f"{_acts(len(amendments))}, ostatnio {_amendment(last)}")
+            else:
+                problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}): akty zmieniające datowane do "
+                                f"{c.as_of}: {len(amendments)}, ostatni {_amendment(last)}")
+            amended = True
+        if c.not_in_force:
+            problems.append(f"{c.eli} nie obowiązuje" + (f" od {c.expiration_date}" if c.expiration_date else ""))
+    if not problems:
+        return None
+    return "Uwaga: " + "; ".join(problems) + (". Odpowiedź może nie uwzględniać tych zmian." if amended else ".")
+
+
+# --- metadata -> stored columns -------------------------------------------------------------------
+
+
+def _refs(meta: dict, category: str) -> list[dict]:
+    refs = (meta.get("references") or {}).get(category) or []
+    return [r for r in refs if isinstance(r, dict) and r.get("id")]
+
+
+def _date(value: Any) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(str(value)[:10]) if value else None
+    except ValueError:
+        return None
+
+
+def amendments_from_meta(meta: dict) -> list[Amendment] | None:
+    """The amendments a text lacks according to its metadata, oldest first; None when it has no references."""
+    if not isinstance(meta.get("references"), dict):
+        return None
+    if _refs(meta, CONSOLIDATED_FOR):
+        found, date_of = _refs(meta, LATER_AMENDMENTS), "act"
+    else:
+        found, date_of = _refs(meta, AMENDING_ACTS), "entry_into_force"
+    amendments = {str(r["id"]): Amendment(str(r["id"]), _date(r.get("date")), date_of) for r in found}
+    return sorted(amendments.values(), key=lambda a: (a.date or dt.date.min, a.eli))
+
+
+def _change_date(meta: dict) -> dt.datetime | None:
+    value = meta.get("changeDate")
+    try:
+        # "2026-08-18T14:42:13" (records) or "2026-04-10 10:52" (/references): Warsaw local time.
+        stamp = dt.datetime.fromisoformat(str(value).replace(" ", "T")) if value else None
+        return stamp.replace(tzinfo=WARSAW) if stamp and stamp.tzinfo is None else stamp
+    except ValueError:
+        return None
+
+
+def columns(meta: dict) -> dict[str, Any]:
+    """The currency columns of ``acts`` for this metadata (store.upsert_act writes them)."""
+    amendments = amendments_from_meta(meta)
+    return {
+        "amended_after": None if amendments is None else Jsonb(
+            [{"eli": a.eli, "date": a.date.isoformat() if a.date else None, "date_of": a.date_of} for a in amendments]
+        ),
+        "change_date": _change_date(meta),
+    }
+
+
+def backfill(conn: psycopg.Connection) -> None:
+    """Fill the currency columns from the metadata already stored (migration 0004)."""
+    rows = conn.execute("SELECT eli, meta FROM acts").fetchall()
+    for eli, meta in rows:
+        cols = columns(meta)
+        conn.execute("UPDATE acts SET amended_after = %s, change_date = %s, checked_at = updated_at WHERE eli = %s",
+                     (cols["amended_after"], cols["change_date"], eli))
+
+
+# A consolidated text's record is titled "Obwieszczenie Marszałka Sejmu … w sprawie ogłoszenia
+# jednolitego tekstu ustawy – Kodeks pracy"; some records append their first footnote ("… 1) Niniejsza
+# ustawa wdraża …"). What names the act is the rest.
+_ANNOUNCEMENT = re.compile(r"^Obwieszczenie\b.*?\bjednolitego tekstu\s+", re.IGNORECASE | re.DOTALL)
+_FOOTNOTE = re.compile(r"\s+1\)\s.*$", re.DOTALL)
+
+
+def display_title(title: str | None) -> str | None:
+    """The part of a record's title that names the act, for a list a person reads."""
+    if not title:
+        return None
+    return _FOOTNOTE.sub("", _ANNOUNCEMENT.sub("", " ".join(title.split()))) or title
+
+
+# --- stored columns -> Currency ---------------------------------------------------------------------
+
+_COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, change_date, checked_at, "
+            "amended_after, is_current, version_no, title")
+
+
+def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
+    eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title = row
+    amendments = None if amended is None else tuple(
+        Amendment(a["eli"], _date(a.get("date")), a.get("date_of") or "act") for a in amended
+    )
+    return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
+                    asked, title or None)
+
+
+@read_only
+def for_acts(conn: psycopg.Connection, elis: Iterable[str], as_of: dt.date | None = None) -> dict[str, Currency]:
+    """Currency of the given acts (those stored), by ELI id, for the law as it stood on ``as_of``
+    (None: today)."""
+    wanted = sorted(set(elis))
+    if not wanted:
+        return {}
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM act_currency WHERE eli = ANY(%s)", (wanted,)).fetchall()
+    return {row[0]: _from_row(row, as_of) for row in rows}
+
+
+@read_only
+def list_acts(conn: psycopg.Connection, *, current_only: bool = True) -> list[Currency]:
+    """Stored acts with their currency: per base act the one holding its current text (the
+    ``current_acts`` view), or every stored act, superseded consolidated texts included."""
+    view = "current_acts" if current_only else "act_currency"  # fixed names
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM {view} ORDER BY base_eli, eli").fetchall()
+    return [_from_row(row) for row in rows]
+
+
+def stored_acts(*, current_only: bool = True) -> list[Currency]:
+    """`pipeline acts`: :func:`list_acts` over the current database."""
+    from contextlib import closing
+
+    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
+
+    _, conn = open_current()
+    with closing(conn):
+        return list_acts(conn, current_only=current_only)
