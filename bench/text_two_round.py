@@ -1,6 +1,6 @@
 """A two-round text arm, tried in SQL on the scale bench's databases (issue 14; not in the product).
 
-`bench/scale.py text-bounds` shows that at 1M chunks the text arm's recall is lost in two places:
+`python -m bench.scale_text text-bounds` shows that at 1M chunks the text arm's recall is lost in two places:
 its fixed depth per list (a budget spent by contribution across the lists would find more) and its
 1000 exactly scored chunks. This prototype does the first in SQL without knowing the lists' depths
 beforehand: round 1 reads the fixed depth of each list (as the arm does), the threshold is the
@@ -10,20 +10,17 @@ side by side (per query, rotating order), without the exact scoring of the candi
 follows them in search_text_arm(); recall@10 of chunks is against the exact Σ idf × impact of the
 full lists (as text-bounds). The functions live in pg_temp: nothing is left in the database.
 
-    python bench/text_two_round.py --work /work/scale-1m --size 1000000 [--queries 60] [--share 0.7]
+    python -m bench.text_two_round [--work WORK] --size 1000000 [--queries 60] [--share 0.7]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale  # noqa: E402
+from bench import common, scale_common as scale
 
 FUNCTIONS = r"""
 CREATE FUNCTION pg_temp.query_lists(terms text[], OUT lexeme_ids integer[], OUT idfs double precision[],
@@ -86,13 +83,12 @@ $fn$;
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, default=scale.DEFAULT_WORK)
+    ap = common.parser(__doc__, epilog=True)
+    ap.add_argument("--work", type=Path, default=scale.DEFAULT_WORK, help="the scale bench's work dir")
     ap.add_argument("--size", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--share", type=float, default=0.7)
-    ap.add_argument("--eval", type=Path, default=scale.SHARED / "eval")
+    ap.add_argument("--eval", type=Path, default=common.eval_dir())
     args = ap.parse_args()
     conn = scale.open_size_db(scale.bench_server(args.work), args.size, "text-two-round")
     if conn is None:

@@ -1,15 +1,15 @@
-"""bench/refusal_heldout.py's arithmetic: the AUC it reports and the threshold it picks on tune."""
+"""bench.refusal_heldout's arithmetic: the AUC it reports and the threshold it picks on tune."""
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "bench_refusal_heldout", Path(__file__).resolve().parents[1] / "bench" / "refusal_heldout.py")
-refusal_heldout = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(refusal_heldout)
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # bench/ is a package of the repository, not of the installed project
+    sys.path.insert(0, str(REPO))
+from bench import refusal_heldout  # noqa: E402
 
 
 def test_auc_is_the_chance_an_answerable_question_scores_higher_ties_half():

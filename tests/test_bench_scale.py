@@ -1,7 +1,7 @@
-"""bench/scale.py's generator, without a database: what a 1M build will load is checked here first."""
+"""bench.scale_*'s generator and measurements, without a built database: what a 1M build will load is
+checked here first, and every bench script imports and answers --help."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
-_spec = importlib.util.spec_from_file_location("bench_scale", _PATH)
-scale = importlib.util.module_from_spec(_spec)
-sys.modules["bench_scale"] = scale  # dataclasses look their module up
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # bench/ is a package of the repository, not of the installed project
+    sys.path.insert(0, str(REPO))
 _env = dict(os.environ)
-_spec.loader.exec_module(scale)
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # the script pins them; other tests must not see it
+from bench import scale_build, scale_common, scale_sparse, scale_text  # noqa: E402
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # bench.scale_common pins them; other tests must not see it
     if _name not in _env:
         os.environ.pop(_name, None)
 
@@ -29,9 +28,9 @@ TEXTS = [
 ]
 
 
-def fake_source(acts: int = 3) -> scale.Source:
+def fake_source(acts: int = 3) -> scale_build.Source:
     rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((acts * 4, scale.DIM)).astype(np.float32) + 2.0  # a cone, like e5's
+    vectors = rng.standard_normal((acts * 4, scale_common.DIM)).astype(np.float32) + 2.0  # a cone, like e5's
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     out, row = [], 0
     corpus: dict[str, int] = {}
@@ -45,33 +44,33 @@ def fake_source(acts: int = 3) -> scale.Source:
                              "parts": parts})
         counts: dict[str, int] = {}
         for t in TEXTS:
-            for w in scale.WORD.findall(t):
+            for w in scale_build.WORD.findall(t):
                 counts[w] = counts.get(w, 0) + 1
                 corpus[w] = corpus.get(w, 0) + 1
-        sentences = [s for t in TEXTS for s in scale.SENTENCE_END.split(t) if len(s) > 20]
-        out.append(scale.SourceAct(f"DU/2020/{a + 1}", "Ustawa z dnia 1 lipca 2020 r. o próbie", {"status": "x"},
-                                   "html", "2020-07-01", articles, scale.Vocab(counts), sentences,
+        sentences = [s for t in TEXTS for s in scale_build.SENTENCE_END.split(t) if len(s) > 20]
+        out.append(scale_build.SourceAct(f"DU/2020/{a + 1}", "Ustawa z dnia 1 lipca 2020 r. o próbie", {"status": "x"},
+                                   "html", "2020-07-01", articles, scale_build.Vocab(counts), sentences,
                                    np.asarray([len(s) for s in sentences])))
     cov = np.cov((vectors - vectors.mean(0)).T)
     lam, basis = np.linalg.eigh(cov)
-    return scale.Source(out, scale.Vocab(corpus), vectors, (basis * np.sqrt(np.clip(lam, 0, None))).astype(np.float32),
+    return scale_build.Source(out, scale_build.Vocab(corpus), vectors, (basis * np.sqrt(np.clip(lam, 0, None))).astype(np.float32),
                         {"sha256": "x", "partial": False})
 
 
 def test_plan_fills_the_size_exactly_and_is_the_same_every_time():
     src = fake_source()
-    plan = scale.make_plan(src, 1001, seed=7)
+    plan = scale_build.make_plan(src, 1001, seed=7)
     assert sum(p.chunks for p in plan) == 1001
     assert [p.j for p in plan] == list(range(len(plan)))
-    again = scale.make_plan(src, 1001, seed=7)
+    again = scale_build.make_plan(src, 1001, seed=7)
     assert [(p.src, p.articles) for p in plan] == [(p.src, p.articles) for p in again]
-    assert scale.plan_fingerprint(plan, src.manifest, 7, 0.967) != scale.plan_fingerprint(plan, src.manifest, 7, 0.9)
+    assert scale_build.plan_fingerprint(plan, src.manifest, 7, 0.967) != scale_build.plan_fingerprint(plan, src.manifest, 7, 0.9)
 
 
 def test_acts_are_varied_not_copied_and_keep_article_labels():
     src = fake_source()
-    plan = scale.make_plan(src, 200, seed=7)
-    rows = [scale.generate_act(p, src, 200, 7, 0.967) for p in plan]
+    plan = scale_build.make_plan(src, 200, seed=7)
+    rows = [scale_build.generate_act(p, src, 200, 7, 0.967) for p in plan]
     chunks = [c for r in rows for parts in r.chunks for c in parts]
     assert len({c[5] for c in chunks}) == len(chunks) == 200  # every text hash is new: no shared embeddings
     live = [c for c in chunks if not c[2]]  # "Art. 3. (uchylony)" has nothing to vary, as in real acts
@@ -81,15 +80,15 @@ def test_acts_are_varied_not_copied_and_keep_article_labels():
         assert re.match(r"Art\. \d+\.", c[3])  # the label stays, so the article still reads as one
         assert c[4].startswith("Ustawa z dnia ") and c[4].endswith("\n" + c[3])
     # The same plan and seed give the same act (a resumed build writes what the first run would have).
-    assert scale.generate_act(plan[1], src, 200, 7, 0.967).chunks == rows[1].chunks
+    assert scale_build.generate_act(plan[1], src, 200, 7, 0.967).chunks == rows[1].chunks
 
 
 def test_synthetic_titles_and_elis_are_unique_and_valid():
-    titles = {scale.synthetic_title("Ustawa z dnia 1 lipca 2020 r. o próbie", j) for j in range(5000)}
+    titles = {scale_build.synthetic_title("Ustawa z dnia 1 lipca 2020 r. o próbie", j) for j in range(5000)}
     assert len(titles) == 5000
-    elis = [scale.synthetic_eli(j) for j in (0, 99_999, 100_000, 4000)]
+    elis = [scale_build.synthetic_eli(j) for j in (0, 99_999, 100_000, 4000)]
     assert all(re.fullmatch(r"DU/[0-9]{4}/[0-9]+", e) for e in elis) and len(set(elis)) == 4
-    assert scale.synthetic_title("Obwieszczenie … jednolitego tekstu ustawy - Kodeks pracy", 3).startswith(
+    assert scale_build.synthetic_title("Obwieszczenie … jednolitego tekstu ustawy - Kodeks pracy", 3).startswith(
         "Ustawa z dnia ")
 
 
@@ -97,7 +96,7 @@ def test_synthetic_titles_and_elis_are_unique_and_valid():
 def test_varied_vectors_are_unit_length_at_the_asked_cosine(cos):
     src = fake_source()
     rng = np.random.default_rng(1)
-    got = [scale.vary_vector(src.vectors[i], src.noise_basis, rng, cos) for i in range(len(src.vectors))]
+    got = [scale_build.vary_vector(src.vectors[i], src.noise_basis, rng, cos) for i in range(len(src.vectors))]
     sims = [float(v @ src.vectors[i]) for i, (v, _) in enumerate(got)]
     assert all(abs(np.linalg.norm(v) - 1) < 1e-5 for v, _ in got)
     assert all(abs(s - c) < 1e-4 for s, (_, c) in zip(sims, got))
@@ -127,10 +126,10 @@ def test_exact_bm25_from_the_postings_equals_text_search_exact(scratch_url):
     with db.connect(scratch_url, autocommit=True) as conn:
         compared = 0
         for q in questions:
-            _, from_postings = scale.postings_exact_topk(conn, q)
-            _, exhaustive = scale.exact_text_topk(conn, q)
+            _, from_postings = scale_text.postings_exact_topk(conn, q)
+            _, exhaustive = scale_common.exact_text_topk(conn, q)
             assert from_postings == exhaustive, q
-            compared += len(exhaustive) == scale.K
+            compared += len(exhaustive) == scale_common.K
     assert compared >= 15
 
 
@@ -147,8 +146,8 @@ def test_the_safe_text_plan_finds_the_exact_top_10_reading_less_than_the_whole_l
         lists.append((ids.astype(np.int64), contrib))
         for c, x in zip(ids.tolist(), contrib.tolist()):
             exact[c] = exact.get(c, 0.0) + x
-    reads, scored = scale._safe_plan(lists, exact, alpha)
-    assert scale.K <= scored < len(exact)
+    reads, scored = scale_text._safe_plan(lists, exact, alpha)
+    assert scale_common.K <= scored < len(exact)
     assert reads < sum(len(ids) for ids, _ in lists)
 
 
@@ -163,14 +162,14 @@ def test_candidate_recall_takes_the_two_approximations_apart():
     for ids, contrib in lists:
         for c, x in zip(ids.tolist(), contrib.tolist()):
             exact[c] = exact.get(c, 0.0) + x
-    truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:scale.K]}
+    truth = {c for c, _ in sorted(exact.items(), key=lambda x: (-x[1], x[0]))[:scale_common.K]}
     assert truth == {*range(9), 200}
     everything = [len(i) for i, _ in lists]
-    assert scale._candidate_recall(lists, truth, everything, 10_000, exact) == 1.0
-    rows = scale._allocations(lists, exact, depth=5)  # 10 postings either way
+    assert scale_text._candidate_recall(lists, truth, everything, 10_000, exact) == 1.0
+    rows = scale_text._allocations(lists, exact, depth=5)  # 10 postings either way
     assert rows["fixed depth, 1000 rescored"] == pytest.approx(0.5)  # chunks 0-4 only
     assert rows["same budget by contribution, 1000 rescored"] == 1.0  # the whole rare list
-    assert scale._candidate_recall(lists, truth, everything, 3, exact) == pytest.approx(0.3)
+    assert scale_text._candidate_recall(lists, truth, everything, 3, exact) == pytest.approx(0.3)
 
 
 def test_ef_sweep_counts_an_equally_near_vector_as_a_tie_but_not_as_the_same_id(scratch_url):
@@ -190,10 +189,10 @@ def test_ef_sweep_counts_an_equally_near_vector_as_a_tie_but_not_as_the_same_id(
                 conn.execute("INSERT INTO sweep_t VALUES (%s, %s)", (2 * i + copy, "[" + ",".join(map(str, v)) + "]"))
         scan = ("SELECT id, embedding <=> %(v)s FROM sweep_t WHERE id %% 2 = {parity} "
                 "ORDER BY embedding <=> %(v)s LIMIT 10 OFFSET {skip}")
-        exact = scale.exact_scan(conn, scan.format(parity=0, skip=0), [{"v": query}])
+        exact = scale_common.exact_scan(conn, scan.format(parity=0, skip=0), [{"v": query}])
         with conn.transaction(force_rollback=True):
-            twins = scale.ef_sweep(conn, scan.format(parity=1, skip=0), [{"v": query}], exact, [40])["40"]
-            farther = scale.ef_sweep(conn, scan.format(parity=1, skip=10), [{"v": query}], exact, [40])["40"]
+            twins = scale_common.ef_sweep(conn, scan.format(parity=1, skip=0), [{"v": query}], exact, [40])["40"]
+            farther = scale_common.ef_sweep(conn, scan.format(parity=1, skip=10), [{"v": query}], exact, [40])["40"]
     assert twins["recall"] == 0.0 and set(twins["recall_within"].values()) == {1.0}
     assert farther["recall"] == 0.0 and set(farther["recall_within"].values()) == {0.0}
 
@@ -220,22 +219,22 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
         questions = [json.loads(line)["question"] for line in
                      (EVAL_DIR / "dev_questions.pl.jsonl").read_text(encoding="utf-8").splitlines()[:12]]
         with conn.transaction(force_rollback=True):
-            conn.execute(scale.SPARSE_TABLE)
+            conn.execute(scale_sparse.SPARSE_TABLE)
             compared, queries = 0, []
             for q in questions:
                 terms = conn.execute("SELECT search_terms(%s)", (q,)).fetchone()[0]
-                qv = conn.execute(scale.SPARSE_QUERY, (terms,)).fetchone()[0]
+                qv = conn.execute(scale_sparse.SPARSE_QUERY, (terms,)).fetchone()[0]
                 if qv is None:
                     continue
                 queries.append((terms, qv))
-                postings = dict(conn.execute(scale.POSTINGS_SCORES, (terms,)).fetchall())
-                graph = conn.execute(scale.SPARSE_SCAN, {"q": qv}).fetchall()  # no index: a sequential scan
+                postings = dict(conn.execute(scale_sparse.POSTINGS_SCORES, (terms,)).fetchall())
+                graph = conn.execute(scale_sparse.SPARSE_SCAN, {"q": qv}).fetchall()  # no index: a sequential scan
                 assert [-d for _, d in graph] == pytest.approx(sorted(postings.values(), reverse=True)[:10], rel=1e-5)
                 assert all(-d == pytest.approx(postings[c], rel=1e-5) for c, d in graph)
                 compared += 1
             assert compared >= 10
-            arms = scale.sparse_arms(conn, queries, chunks)
-    assert len(arms) == 2 + len(scale.SPARSE_ARM_VARIANTS)
+            arms = scale_sparse.sparse_arms(conn, queries, chunks)
+    assert len(arms) == 2 + len(scale_sparse.SPARSE_ARM_VARIANTS)
     assert {name: r["recall"] for name, r in arms.items()} == {name: 1.0 for name in arms}
 
 
@@ -249,7 +248,7 @@ def test_prewarm_reads_every_table_and_index_of_the_database(scratch_url):
                         SELECT g AS id, (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 100) i) AS t
                         FROM generate_series(1, 50) g""")
         conn.execute("CREATE INDEX ON prewarm_t (id)")
-        got = scale.prewarm(conn)
+        got = scale_common.prewarm(conn)
         table, toast, index, database = conn.execute("""
             SELECT pg_relation_size('prewarm_t'), pg_relation_size(reltoastrelid),
                    pg_relation_size('prewarm_t_id_idx'), pg_database_size(current_database())
@@ -257,3 +256,31 @@ def test_prewarm_reads_every_table_and_index_of_the_database(scratch_url):
     assert toast > 0
     assert table + toast + index <= got["bytes"] <= database
     assert got["relations"] >= 3 and got["seconds"] >= 0
+
+
+BENCH_MODULES = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("name", BENCH_MODULES)
+def test_every_bench_module_imports_and_answers_help(name, monkeypatch, capsys):
+    """`python -m bench.<name> --help` in process: the module imports (its own imports, the library's
+    paths it names) and its parser is built; modules without a main are helpers."""
+    import importlib
+
+    pinned = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    try:
+        module = importlib.import_module(f"bench.{name}")
+        if not hasattr(module, "main"):
+            assert name in ("common", "scale_common")
+            return
+        monkeypatch.setattr(sys, "argv", [f"bench.{name}", "--help"])
+        with pytest.raises(SystemExit) as exit_:
+            module.main()
+        assert exit_.value.code == 0
+        assert "usage:" in capsys.readouterr().out
+    finally:
+        for k, v in pinned.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
