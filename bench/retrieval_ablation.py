@@ -5,7 +5,7 @@ file, scored apart) against the database of PIPELINE_HOME / DATABASE_URL, and pr
 R@1/R@5/R@10/MRR of both halves and the seeds. Then calibrates the refusal rule on the tune half
 (pipeline/refusal.py signals: best similarity, arm agreement) and reports it on both halves.
 
-    PIPELINE_HOME=/work/evaldb/home python bench/retrieval_ablation.py [--dev FILE] [--seed FILE] [--json OUT]
+    PIPELINE_HOME=../evaldb/home python -m bench.retrieval_ablation [--dev FILE] [--seed FILE] [--json OUT]
 
 Only the tune half may choose a setting; the report half is printed to check that the choice
 carries over (docs/retrieval.md).
@@ -19,13 +19,13 @@ import sys
 import time
 from pathlib import Path
 
+from bench import common
 from pipeline.storage import db
 from pipeline.indexing.embedders import embedder_from_env, sparse_head
 from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import arms_agree
 from pipeline.retrieval.search import ModelProfile, profile, search
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 # Each setting on its own against the baseline (RRF 60, text weight 1.25). Options left out come from
 # the model's profile (e5: fetch_k 100 since the convex profile; the previous one used 40).
@@ -133,8 +133,8 @@ def calibrate(groups: dict[str, list[Question]], hits: dict, ingested: set[str],
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", type=Path, default=SHARED / "dev_questions.pl.jsonl")
-    ap.add_argument("--seed", type=Path, default=SHARED / "seed_questions.pl.jsonl")
+    ap.add_argument("--dev", type=Path, default=common.eval_dir() / "dev_questions.pl.jsonl")
+    ap.add_argument("--seed", type=Path, default=common.eval_dir() / "seed_questions.pl.jsonl")
     ap.add_argument("--only", action="append", help="run only settings whose name contains this")
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--signals", action="store_true", help="print the refusal signals of the tune questions")

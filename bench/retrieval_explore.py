@@ -6,7 +6,7 @@ seconds to try. The fixed split rules: odd ids tune, even ids report (docs/retri
 only the tune half is printed; `--report` adds the report half (read it only for settings already
 chosen on the tune half).
 
-    PIPELINE_HOME=/work/evaldb/home python bench/retrieval_explore.py [--report] [--only prf ...] [--ranks]
+    PIPELINE_HOME=../evaldb/home python -m bench.retrieval_explore [--report] [--only prf ...] [--ranks]
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import common
 from pipeline.storage import db
 from pipeline.indexing.embedders import embedder_from_env
 from pipeline.retrieval.evaluate import load_questions, select_ids
 from pipeline.retrieval.search import embedded_query
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 K = 10
 TSV_ITEM = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
@@ -209,8 +209,8 @@ def main() -> None:
     ap.add_argument("--sparse-chunks-only", action="store_true",
                     help="sparse: encode and score the chunks only, not their pieces (a third of the work)")
     args = ap.parse_args()
-    dev = load_questions(SHARED / "dev_questions.pl.jsonl")
-    groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(SHARED / "seed_questions.pl.jsonl")}
+    dev = load_questions(common.eval_dir() / "dev_questions.pl.jsonl")
+    groups = {"tune": select_ids(dev, "odd"), "seed": load_questions(common.eval_dir() / "seed_questions.pl.jsonl")}
     if args.report:
         groups["report"] = select_ids(dev, "even")
     conn = db.connect(db.database_url())

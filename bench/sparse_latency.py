@@ -6,7 +6,7 @@ profile (convex 0.6 / 0.4, 100 candidates per arm) with the sparse arm at its pr
 it (query_sparse NULL), interleaved and alternating which goes first, 3 rounds, the first discarded
 as warm-up. Timings are noisy on a shared machine: read the ratio.
 
-    PIPELINE_HOME=/work/evaldb/home python bench/sparse_latency.py [--dev FILE]
+    PIPELINE_HOME=../evaldb/home python -m bench.sparse_latency [--dev FILE]
 """
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ import statistics
 import time
 from pathlib import Path
 
+from bench import common
 from pipeline.storage.db import sparsevec_literal, vector_literal
 from pipeline.indexing.embedders import LocalEmbedder
 from pipeline.retrieval.evaluate import load_questions
 from pipeline.storage.schema import open_current
 from pipeline.retrieval.search import embedded_query, profile
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
 SQL = """SELECT count(*) FROM search_chunks(%s, %s::vector, %s, 10, NULL, NULL, false, 'hybrid', 60, %s, %s, %s,
                                              %s, %s::sparsevec, %s)"""
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", type=Path, default=SHARED / "dev_questions.pl.jsonl")
+    ap.add_argument("--dev", type=Path, default=common.eval_dir() / "dev_questions.pl.jsonl")
     args = ap.parse_args()
     model = LocalEmbedder()
     prof = profile(model.name)

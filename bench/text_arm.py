@@ -3,13 +3,13 @@
 Needs two copies of one database holding the whole ELI mirror, one at revision 0004 (the scanning
 text arm, statistics recomputed by every ingest) and one upgraded to head:
 
-    PIPELINE_HOME=/tmp/st-home PIPELINE_ARCHIVE=/tmp/st-dane pipeline ingest --source ../shared/eli --all --no-embed
+    PIPELINE_HOME=ST_HOME PIPELINE_ARCHIVE=ST_DANE pipeline ingest --source ../shared/eli --all --no-embed
     (with the code of revision 0004), then in psql: CREATE DATABASE before TEMPLATE postgres;
     CREATE DATABASE after TEMPLATE postgres; and `DATABASE_URL=…/after pipeline db upgrade`.
 
-    python bench/text_arm.py latency --before URL --after URL [--repeats 3] [--postings 10000]
-    python bench/text_arm.py recall --after URL [--postings 50,100,250,500,1000]
-    python bench/text_arm.py ingest --url URL --act DU/2024/581 [--repeats 5]
+    python -m bench.text_arm latency --before URL --after URL [--repeats 3] [--postings 10000]
+    python -m bench.text_arm recall --after URL [--postings 50,100,250,500,1000]
+    python -m bench.text_arm ingest --url URL --act DU/2024/581 [--repeats 5]
 
 `latency`: search_chunks(q, mode => 'text', k => 10) for every eval question, the two databases
 timed interleaved query by query (p50/p95 ms); --postings sets how many postings a lexeme the
@@ -23,27 +23,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 import psycopg
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
+from bench import common
+
 TEXT = "SELECT chunk_id FROM search_chunks(%s, NULL, NULL, 10, mode => 'text')"
 
 
 def questions() -> list[str]:
-    return [json.loads(line)["question"] for path in sorted((SHARED / "eval").glob("*.jsonl"))
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, round(p * (len(values) - 1)))]
+    return common.question_texts(common.eval_dir())
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -61,7 +52,7 @@ def latency(args: argparse.Namespace) -> None:
                 c.execute(TEXT, (q,)).fetchall()
                 times[name].append((time.perf_counter() - t0) * 1000)
     for name, ts in times.items():
-        print(f"{name:7s} text arm: p50 {pct(ts, 0.5):6.1f} ms  p95 {pct(ts, 0.95):6.1f} ms  ({len(ts)} queries)")
+        print(f"{name:7s} text arm: p50 {common.pct(ts, 50):6.1f} ms  p95 {common.pct(ts, 95):6.1f} ms  ({len(ts)} queries)")
 
 
 def recall(args: argparse.Namespace) -> None:
@@ -86,7 +77,7 @@ def ingest(args: argparse.Namespace) -> None:
     from pipeline.sources.fetch import read_archive
     from pipeline.indexing.ingest import parse_text
 
-    fetched = read_archive(SHARED / "eli", args.act)
+    fetched = read_archive(common.eli_dir(), args.act)
     parsed = parse_text(fetched.text, fetched.format)
     sha = hashlib.sha256(fetched.text).hexdigest()
     times = []

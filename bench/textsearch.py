@@ -1,6 +1,6 @@
 """Measure Polish full-text search options: per-connection load cost, base forms, retrieval ranks.
 
-    /tmp/venv/bin/python bench/textsearch.py [--data /tmp/fts-pg/bench]
+    .venv/bin/python -m bench.textsearch [--data DIR]
 
 Starts its own embedded PostgreSQL under --data. Configurations compared:
   simple          built-in, no stop words
@@ -28,10 +28,9 @@ import lxml.html
 import psycopg
 import pypdf
 
+from bench import common
 from pipeline.storage import textsearch
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("PIPELINE_SHARED", REPO.parent / "shared"))
 CONFIGS = ["simple", "simple_stop", "unaccent_stop", "polish_raw", "polish"]
 FORMS = [
     ("urlopu", "urlop"), ("dni", "dzień"), ("pracownika", "pracownik"),
@@ -138,7 +137,7 @@ def measure_forms(conn: psycopg.Connection) -> None:
 
 def load_articles() -> list[tuple[str, str, str]]:
     """(act, article number as printed without '^', text)."""
-    acts = SHARED / "eli" / "acts" / "DU"
+    acts = common.eli_dir() / "acts" / "DU"
     out: list[tuple[str, str, str]] = []
     pdf = pypdf.PdfReader(acts / "2025" / "277" / "text.pdf")
     text = "\n".join(page.extract_text() for page in pdf.pages)
@@ -169,7 +168,7 @@ def measure_retrieval(conn: psycopg.Connection) -> None:
     print(f"\n== retrieval: {len(articles)} articles loaded and indexed in {time.perf_counter() - t0:.1f} s")
 
     questions = []
-    for line in (SHARED / "eval" / "seed_questions.pl.jsonl").read_text("utf-8").splitlines():
+    for line in (common.eval_dir() / "seed_questions.pl.jsonl").read_text("utf-8").splitlines():
         item = json.loads(line)
         gold = {(e["act"], e["art"].replace("^", "")) for e in item["expect"]}
         if gold & {(a, n) for a, n, _ in articles}:
@@ -231,7 +230,7 @@ def measure_retrieval(conn: psycopg.Connection) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("/tmp/fts-pg/bench"))
+    parser.add_argument("--data", type=Path, default=common.tmp_path("fts-pg", "bench"))
     args = parser.parse_args()
     share = textsearch.embedded_share_dir()
     t0 = time.perf_counter()
