@@ -117,7 +117,7 @@ def test_a_reader_keeps_search_chunks_when_its_row_type_grows(server_url):
 
 
 def test_every_documented_view_and_function_has_a_comment(conn):
-    """The public interface describes itself in the catalogue (\\dv+, \\df+), as README's table does."""
+    """The public interface describes itself in the catalogue (\\dv+, \\df+), as docs/sql.md's table does."""
     missing = [view for view in schema.READER_VIEWS
                if not conn.execute("SELECT obj_description(%s::regclass)", (view,)).fetchone()[0]]
     missing += [fn for fn in schema.READER_FUNCTIONS if not conn.execute(

@@ -1,4 +1,4 @@
-"""The library under the CLI, used as a web service would use it (README "Python API").
+"""The library under the CLI, used as a web service would use it (docs/python-api.md).
 
 A service brings its own connections (a pool, psycopg.connect without pipeline's adapters), keeps
 transactions of its own open around calls, and maps errors to HTTP statuses. The library's read
@@ -209,15 +209,16 @@ def test_results_serialise_with_json_default(service_conn):
 
 
 def test_readme_python_example_runs(stand_in_corpus_url, embedding_stand_in):
-    """README "Python API": its example, as written, against the corpus (stand-in model, no LLM)."""
+    """docs/python-api.md "Functions by stage": its example, as written, against the corpus (stand-in
+    model, no LLM)."""
     import re
     import subprocess
     import sys
 
     from conftest import REPO
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Python API"):]
+    doc = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Functions by stage"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     code += "\nassert hits and art['article'] == '154' and asked.to_dict()['answer']\n"
     env = {**__import__("os").environ, "DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env(),
