@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
+from pipeline.core import retry
 from pipeline.core.config import env_number
 from pipeline.core.errors import EmbedderError
 from pipeline.core.redact import redact_url
@@ -80,7 +81,6 @@ MODELS: dict[str, ModelSpec] = {
 LOCAL_MODEL = "multilingual-e5-small"
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_OLLAMA_MODEL = "bge-m3"
-_RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
 def model_spec(model: str) -> ModelSpec | None:
@@ -257,9 +257,10 @@ class _HTTPBase(_Base):
         url = self.base_url + path
         where = redact_url(self.base_url)
         problem = ""
+        wait_asked: float | None = None  # the server's Retry-After
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(retry.delay(attempt, self.backoff, retry_after=wait_asked))
             try:
                 resp = self._client.post(url, json=body, headers=self._headers())
             except httpx.ConnectError as exc:
@@ -270,8 +271,9 @@ class _HTTPBase(_Base):
             except httpx.TransportError as exc:  # connection dropped mid-request
                 problem = f"connection error: {exc}"
                 continue
-            if resp.status_code in _RETRY_STATUS:
+            if retry.is_transient(resp.status_code):
                 problem = f"HTTP {resp.status_code}: {_error_text(resp)}"
+                wait_asked = retry.retry_after(resp.headers.get("Retry-After"))
                 continue
             if resp.status_code >= 400:
                 raise self._rejected(where, resp)

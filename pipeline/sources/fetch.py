@@ -14,11 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +26,7 @@ from pipeline.core import __version__
 # The act id has its own module; these names stay importable from here.
 from pipeline.core.act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
 from pipeline.core.act_id import as_act_id as _as_act_id
+from pipeline.core import retry
 from pipeline.core.errors import ActNotInApi, FetchError
 from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import looks_like_pdf
@@ -135,11 +134,11 @@ class EliClient:
             raise FetchError(f"GET {url} not tried: the ELI API failed the {self._failed_in_a_row} requests before "
                              f"it ({self._last_problem}); try again later")
         problem = ""
-        retry_after: float | None = None
+        wait_asked: float | None = None  # the server's Retry-After
         for attempt in range(self.max_retries + 1):
             if attempt:
-                time.sleep(self._delay(attempt, retry_after))
-            retry_after = None
+                time.sleep(retry.delay(attempt, self.backoff, retry_after=wait_asked, max_delay=self.max_delay))
+            wait_asked = None
             wait = self._last_request + self.min_interval - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
@@ -158,9 +157,9 @@ class EliClient:
             if status == 404:
                 self._failed_in_a_row = 0
                 return None
-            if status == 429 or status >= 500:
+            if retry.is_transient(status):
                 problem = f"HTTP {status}"
-                retry_after = _retry_after(resp.headers.get("Retry-After"))
+                wait_asked = retry.retry_after(resp.headers.get("Retry-After"))
                 continue
             if status >= 400:
                 self._failed_in_a_row = 0  # an answer, if not the one wanted: the API is up
@@ -179,26 +178,6 @@ class EliClient:
         self._failed_in_a_row += 1
         self._last_problem = problem
         raise FetchError(f"GET {url} failed after {self.max_retries + 1} attempts: {problem}")
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        # Exponential backoff with jitter, so that parallel clients do not retry in lockstep.
-        delay = min(self.max_delay, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_delay))
-        return delay
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
 
 
 def _decode_meta(body: bytes, where: str, aid: ActId) -> dict[str, Any]:
