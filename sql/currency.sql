@@ -1,5 +1,5 @@
--- Public read interface for the currency of acts (README: "Querying with SQL"). Idempotent.
--- Applied right after views.sql (pipeline.schema.INTERFACE_FILES); its views read the columns
+-- Public read interface for the currency of acts (docs/sql.md). Idempotent.
+-- Applied right after views.sql (pipeline.storage.schema.INTERFACE_FILES); its views read the columns
 -- added by revision 0004, which holds the snapshot it shipped with.
 
 CREATE OR REPLACE VIEW act_currency AS

@@ -1,7 +1,7 @@
 -- Text search configuration "polish": Polish words reduced to base forms (urlopu -> urlop).
 --
 -- Safe to run repeatedly and inside a transaction (migrations call it).
--- With polish.dict/.affix/.stop in $SHAREDIR/tsearch_data (pipeline.textsearch.install_dictionary
+-- With polish.dict/.affix/.stop in $SHAREDIR/tsearch_data (pipeline.storage.textsearch.install_dictionary
 -- writes them) "polish" uses an ispell dictionary built from hunspell-pl; without them it falls back
 -- to plain "simple" (no base forms, no stop words) so the product still works on a stock server,
 -- e.g. the pgvector Docker image. Stored tsvectors built in one mode must be rebuilt after a switch.

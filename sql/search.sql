@@ -1,8 +1,9 @@
 -- Hybrid search over article chunks: full text (Polish) + vectors (+ a model's sparse term vectors,
 -- revision 0008), fused by Reciprocal Rank Fusion or by a convex combination of normalised scores
--- (per model: pipeline/search.py MODEL_PROFILES).
--- Public interface (README: "Querying with SQL"). Applied by migrations; change only through a new
--- migration that re-applies this file.
+-- (per model: pipeline/retrieval/search.py MODEL_PROFILES).
+-- Public interface (docs/sql.md). Written to be run again: after the migrations, pipeline.storage.schema
+-- re-applies sql/*.sql whenever their content differs from what table sql_interface records (shipped
+-- revisions keep the snapshot they ran, in migrations/frozen/).
 --
 --   SELECT eli, article, score FROM search_chunks('ile dni urlopu', '[...]'::vector, 'multilingual-e5-small');
 --
@@ -606,10 +607,10 @@ COMMENT ON FUNCTION search_chunks IS
 
 DO $$
 BEGIN
-    EXECUTE format('ALTER FUNCTION search_chunks SET search_path = %I, pg_catalog, pg_temp', current_schema());
-    EXECUTE format('ALTER FUNCTION text_search_exact(text, integer) SET search_path = %I, pg_catalog, pg_temp',
+    EXECUTE format('ALTER FUNCTION search_chunks SET search_path = pg_catalog, %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION text_search_exact(text, integer) SET search_path = pg_catalog, %I, pg_temp',
                    current_schema());
-    EXECUTE format('ALTER FUNCTION sparse_query(text, sparsevec) SET search_path = %I, pg_catalog, pg_temp',
+    EXECUTE format('ALTER FUNCTION sparse_query(text, sparsevec) SET search_path = pg_catalog, %I, pg_temp',
                    current_schema());
 END
 $$;

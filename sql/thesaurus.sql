@@ -1,4 +1,4 @@
--- Colloquial-to-statutory thesaurus for the full-text arm (README: "Querying with SQL").
+-- Colloquial-to-statutory thesaurus for the full-text arm (docs/sql.md).
 -- Rows with source = 'file' mirror pipeline/data/thesaurus.tsv (re-synced by `pipeline db upgrade`);
 -- add your own with source = 'user' and they are kept.
 CREATE TABLE IF NOT EXISTS thesaurus (

@@ -1,5 +1,5 @@
--- Public, documented read interface (README: "Querying with SQL").
--- Idempotent: applied after the migrations whenever its content changes (pipeline/schema.py); what it
+-- Public, documented read interface (docs/sql.md).
+-- Idempotent: applied after the migrations whenever its content changes (pipeline/storage/schema.py); what it
 -- defines may grow, but a documented column or function never changes meaning.
 
 -- The text of each act in force on a date: per base act, the newest version whose text states the
