@@ -131,10 +131,20 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     assert all(h["similarity"] is None and h["text_score"] > 0 for h in hits)  # text mode: no vector arm
     for hit in hits[:2]:  # the citation of a hit is what `pipeline show` prints for it
         shown = show(mcp_url, hit["act"], hit["article"])
-        assert hit["citation"] == f"[{shown['eli']}, art. {shown['article']}]"
+        assert hit["citation"] == shown["citation"] == f"[{shown['act']}, art. {shown['article']}]"
+        assert shown["eli"] == shown["act"]  # the old key, kept for one release (CHANGELOG.md)
         assert (hit["version_no"], hit["valid_from"]) == (shown["version_no"], shown["valid_from"])
         assert " ".join(hit["text"].split())[:200] in " ".join(shown["text"].split())
-        assert hit["currency"] == shown["currency"]["note"]  # README "Currency": with every result
+        # The act's currency with every result (docs/how-it-works.md), the same record on both faces.
+        assert hit["currency"] == shown["currency"] and hit["currency_note"] == shown["currency"]["note"]
+
+    # One schema for a hit: `pipeline search --json` gives what search_law gives, key for key and value for value.
+    cli = run_cli("search", "urlop na żądanie pracownika", "--mode", "text", "-k", "3", "--json",
+                  env={"DATABASE_URL": mcp_url})
+    assert cli.returncode == 0, cli.stderr
+    cli_hits = json.loads(cli.stdout)
+    assert [list(h) for h in cli_hits] == [list(h) for h in hits]
+    assert cli_hits == hits
 
     hybrid = out["hybrid"]["hits"]
     assert len(hybrid) == 5 and {h["act"] for h in hybrid} == {KP}
@@ -148,10 +158,12 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     shown = show(mcp_url, hits[0]["act"], hits[0]["article"])
     assert article["text"] == shown["text"][:4000] and article["total_chars"] == len(shown["text"])
     assert (article["act"], article["article"], article["version_no"], article["valid_from"]) == \
-        (shown["eli"], shown["article"], shown["version_no"], shown["valid_from"])
+        (shown["act"], shown["article"], shown["version_no"], shown["valid_from"])
     assert article["heading_path"] == shown["heading_path"] and article["valid_to"] is None
-    assert article["currency"] == shown["currency"]["note"] and article["currency"].startswith(shown["eli"])
-    assert all(h["currency"] for h in hybrid)
+    assert article["currency"] == shown["currency"] and article["currency_note"].startswith(shown["act"])
+    # One schema for an article: get_article's keys are show --json's ("eli" aside, kept one release) and its pages'.
+    assert set(shown) - {"eli"} | {"offset", "total_chars", "next_offset"} == set(article)
+    assert all(h["currency"] and h["currency_note"] for h in hybrid)
 
     long = show(mcp_url, KP, "151^1")
     assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]
@@ -172,7 +184,7 @@ BAD_CALLS = [
     ("search_law", {"query": "urlop " * 2000}, "the question is too long: 12000 characters (at most 5000)"),
     ("get_article", {"act": KP, "article": "9" * 10000}, "has no art. 9999"),  # echoed, cut to one short line
     ("search_law", {"query": "urlop", "k": 0}, "k: Input should be greater than or equal to 1"),
-    ("search_law", {"query": "urlop", "k": 500}, "k: Input should be less than or equal to 50"),
+    ("search_law", {"query": "urlop", "k": 500}, "k: Input should be less than or equal to 100"),
     # Counts are whole numbers: pydantic's lax mode would take true for 1 and "5" for 5.
     ("search_law", {"query": "urlop", "k": True}, "k: Input should be a valid integer"),
     ("get_article", {"act": KP, "article": "154", "offset": "10"}, "offset: Input should be a valid integer"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ELI_MIRROR, REPO, mirror_text, run_cli
 
-from pipeline.indexing.ingest import _parse, parse_text
+from pipeline.sources.parse.read import _parse, parse_text
 from pipeline.sources.parse import cache as parse_cache
 
 ACT = "DU/2024/1513"  # HTML, 35 articles
@@ -62,7 +62,7 @@ def test_other_bytes_or_another_parser_are_parsed_again(cache: Path, monkeypatch
 _PARSE_ONE = """
 import sys
 from pathlib import Path
-from pipeline.indexing.ingest import parse_text
+from pipeline.sources.parse.read import parse_text
 parse_text(Path(sys.argv[1]).read_bytes(), sys.argv[2], progress=print, label="act")
 """
 

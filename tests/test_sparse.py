@@ -290,8 +290,9 @@ def test_pipeline_embed_reports_the_back_fill_it_queued(conn, scratch_url, monke
     _embedded(conn, StandInEmbedder())
     texts = len(_chunk_texts(conn))
     conn.commit()
-    monkeypatch.setenv("DATABASE_URL", scratch_url)
-    monkeypatch.setattr(embed, "embedder_from_env", lambda: StandInEmbedder(sparse=True))
-    done = embed.run()
+    from pipeline import Service
+
+    with Service(scratch_url, embedder=StandInEmbedder(sparse=True), pool_size=1, warm=False) as service:
+        done = service.embed()
     assert (done.queued, done.embedded, done.remaining) == (texts, texts, 0)
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.sources.chunk import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
+from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
 from pipeline.core.errors import ConfigError
 
 

@@ -14,7 +14,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.sources.fetch import read_archive
 from pipeline.sources.parse import cache as parse_cache
+from pipeline.sources.parse.read import parse_text
 
 
 def default_jobs() -> int:
@@ -35,9 +37,6 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _parse_into_cache(root: str, act: str, require_sums: bool) -> None:
-    from pipeline.sources.fetch import read_archive
-    from pipeline.indexing.ingest import parse_text
-
     fetched = read_archive(Path(root), act, require_sums=require_sums)
     parse_text(fetched.text, fetched.format)
 

@@ -27,7 +27,9 @@ import psycopg
 from psycopg.rows import class_row
 
 from pipeline.storage.db import require_no_transaction, sparsevec_literal
-from pipeline.indexing.embedders import Embedder, EmbedderError, embedder_from_env, sparse_head
+from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued  # noqa: F401 (enqueue_missing: importable from here, as before)
+from pipeline.indexing.embedders import Embedder, EmbedderError, sparse_head
+from pipeline.storage.store import write_pieces
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).
@@ -134,41 +136,6 @@ def _registered(conn: psycopg.Connection, model: str) -> Space | None:
         "SELECT model, dimensions, index_type FROM embedding_models WHERE model = %s", (model,)).fetchone()
 
 
-def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
-    """Queue the texts of chunks and their pieces (of one version, or all: after a model switch, say)
-    that have no embedding for ``model``, and, when the model has a sparse head, the chunk texts without
-    its sparse vector; returns how many were queued."""
-    with conn.transaction():
-        cur = conn.execute(
-            """
-            INSERT INTO embedding_queue (content_sha256, model)
-            SELECT DISTINCT t.content_sha256, %(m)s
-            FROM embedding_texts t JOIN chunks c USING (chunk_id)
-            WHERE (%(v)s::bigint IS NULL OR c.version_id = %(v)s)
-              AND (NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_sha256 = t.content_sha256 AND e.model = %(m)s)
-                   OR (t.content_sha256 = c.content_sha256  -- the chunk's own text, not a piece's
-                       AND EXISTS (SELECT 1 FROM sparse_models s WHERE s.model = %(m)s)
-                       AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s
-                                       WHERE s.content_sha256 = t.content_sha256 AND s.model = %(m)s)))
-            ON CONFLICT DO NOTHING
-            """,
-            {"m": model, "v": version_id},
-        )
-        return cur.rowcount
-
-
-# A queue row's text belongs to one of the act versions %(versions)s (NULL: any): a chunk's or a piece's.
-_OF_VERSIONS = """(%(versions)s::bigint[] IS NULL OR q.content_sha256 IN (
-    SELECT t.content_sha256 FROM embedding_texts t JOIN chunks c ON c.chunk_id = t.chunk_id
-    WHERE c.version_id = ANY (%(versions)s)))"""
-
-
-def queued(conn: psycopg.Connection, model: str, versions: Sequence[int] | None = None) -> int:
-    """Texts waiting for ``model``: all, or those of the act ``versions``."""
-    return conn.execute(f"SELECT count(*) FROM embedding_queue q WHERE q.model = %(model)s AND {_OF_VERSIONS}",
-                        {"model": model, "versions": None if versions is None else list(versions)}).fetchone()[0]
-
-
 def drain(
     conn: psycopg.Connection,
     embedder: Embedder,
@@ -196,7 +163,7 @@ def drain(
                           AND NOT EXISTS (SELECT 1 FROM sparse_embeddings s
                                           WHERE s.content_sha256 = q.content_sha256 AND s.model = q.model)
                 FROM embedding_queue q
-                WHERE q.model = %(model)s AND {_OF_VERSIONS}
+                WHERE q.model = %(model)s AND {OF_VERSIONS}
                 ORDER BY q.enqueued_at, q.content_sha256
                 LIMIT %(n)s
                 FOR UPDATE SKIP LOCKED
@@ -309,25 +276,22 @@ class EmbedRun:
         return {**asdict(self), "seconds": round(self.seconds, 2), "texts_per_second": self.texts_per_second}
 
 
-def run(*, batch_size: int | None = None, limit: int | None = None,
-        progress: ProgressFactory | None = None) -> EmbedRun:
-    """Queue every chunk and piece text without an embedding for the configured model, then drain the
-    queue. Chunks stored before revision 0006 get their pieces here first."""
-    from pipeline.storage.schema import open_current
-    from pipeline.storage.store import write_pieces
-
-    _, conn = open_current()
-    with conn:
-        embedder = embedder_from_env()
-        before = queued(conn, embedder.name)
-        register(conn, embedder)  # before enqueue_missing: a new sparse head queues the chunk texts it lacks
-        with conn.transaction():
-            write_pieces(conn)
-        enqueue_missing(conn, embedder.name)
-        queued_now = queued(conn, embedder.name) - before
-        conn.commit()  # the model's registration above
-        t0 = time.perf_counter()
-        done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
-        seconds = time.perf_counter() - t0
-        left = queued(conn, embedder.name)
+def embed_all(conn: psycopg.Connection, embedder: Embedder, *, batch_size: int | None = None,
+              limit: int | None = None, progress: ProgressFactory | None = None) -> EmbedRun:
+    """`pipeline embed`: queue every chunk and piece text without an embedding of ``embedder``'s model,
+    then drain the queue. Chunks stored before revision 0006 get their pieces here first. Commits its
+    own transactions, so ``conn`` must have none open."""
+    require_no_transaction(conn, "embed_all")
+    before = queued(conn, embedder.name)
+    register(conn, embedder)  # before enqueue_missing: a new sparse head queues the chunk texts it lacks
+    with conn.transaction():
+        write_pieces(conn)
+    enqueue_missing(conn, embedder.name)
+    queued_now = queued(conn, embedder.name) - before
+    conn.commit()  # the model's registration above
+    t0 = time.perf_counter()
+    done = drain_queue(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+    seconds = time.perf_counter() - t0
+    left = queued(conn, embedder.name)
+    conn.rollback()
     return EmbedRun(embedder.name, queued_now, done, left, seconds)

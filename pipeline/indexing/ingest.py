@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -16,18 +16,12 @@ import psycopg
 
 from pipeline.sources import chunk as chunking
 from pipeline.storage import store
-from pipeline.core.errors import EmbedderError, IngestError, UsageError, one_line
-from pipeline.core.act_id import ActId, act_id_from_path, acts_in, parse_act_id  # noqa: F401 (importable from here, as before)
-from pipeline.core.config import settings
+from pipeline.core.errors import IngestError, one_line
+from pipeline.core.act_id import ActId, act_id_from_path, parse_act_id
 from pipeline.storage.db import require_no_transaction
-from pipeline.indexing.embed import ProgressFactory, drain_queue, queued
-from pipeline.indexing.embedders import configured_model, embedder_from_env
-from pipeline.sources.fetch import EliClient, FetchError, fetch_act, has_text
-from pipeline.sources.parse import ParsedAct, ParseError, looks_like_pdf
-from pipeline.sources.parse import cache as parse_cache
-from pipeline.indexing.ahead import ParseAhead, default_jobs
-from pipeline.sources.parse.html import parse_html
-from pipeline.sources.parse.pdf import parse_pdf
+from pipeline.sources.fetch import EliClient, FetchError, fetch_act
+from pipeline.sources.parse import ParsedAct, ParseError
+from pipeline.sources.parse.read import parse_text, sniff_format
 
 
 @dataclass
@@ -49,41 +43,6 @@ class IngestResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None = None,
-               label: str = "") -> ParsedAct:
-    """Parse a PDF or HTML text, or take an earlier parse of the same bytes by the same parser."""
-    sha = hashlib.sha256(data).hexdigest()
-    say = progress or (lambda line: None)
-    kind = fmt.upper()
-    # Another process parsing these bytes: wait for it, then take its result from the cache.
-    with parse_cache.parsing(sha, fmt, on_wait=lambda: say(f"{label}: {kind} being parsed by another process, waiting")):
-        if (parsed := parse_cache.load(sha, fmt)) is not None:
-            say(f"{label}: {kind} already parsed (cache)")
-            return parsed
-        say(f"{label}: parsing {kind}")
-        parsed = _parse(data, fmt)
-        parse_cache.save(sha, fmt, parsed)
-    return parsed
-
-
-def _parse(data: bytes, fmt: str) -> ParsedAct:
-    if fmt == "pdf":
-        return parse_pdf(data)
-    if fmt == "html":
-        return parse_html(data)
-    raise ParseError(f"unknown text format {fmt!r} (expected pdf or html)")
-
-
-def sniff_format(data: bytes, name: str = "") -> str:
-    if not data.strip():  # before the name: an empty "x.html" is empty, not a broken HTML
-        raise ParseError(f"{name or 'input'} is empty")
-    if looks_like_pdf(data):
-        return "pdf"
-    if data[:1024].lstrip()[:1] == b"<" or name.lower().endswith((".html", ".htm")):
-        return "html"
-    raise ParseError(f"{name or 'input'} is neither a PDF nor an HTML document")
 
 
 def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:
@@ -228,175 +187,3 @@ def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException
         conn.rollback()
     with contextlib.suppress(Exception):
         store.finish_run(url, run_id, "failed", message=one_line(exc))
-
-
-# --- a whole `pipeline ingest` call ------------------------------------------------------------
-
-TEXT_SUFFIXES = (".pdf", ".html", ".htm")
-
-
-@dataclass
-class IngestReport:
-    """The results of one ingest call, act by act, with the embeddings computed after them."""
-
-    acts: list[IngestResult]
-    waiting: int = 0  # texts still queued for the model, for `pipeline embed` (when embedding: of other acts)
-
-    @property
-    def failed(self) -> int:
-        return sum(r.status == "failed" for r in self.acts)
-
-    @property
-    def new(self) -> int:
-        return sum(r.status == "new" for r in self.acts)
-
-    @property
-    def unchanged(self) -> int:
-        return sum(r.status == "unchanged" for r in self.acts)
-
-    @property
-    def skipped(self) -> int:
-        return sum(r.status == "skipped" for r in self.acts)
-
-    @property
-    def embedded(self) -> int:
-        return sum(r.embedded for r in self.acts)
-
-    def to_dict(self) -> dict:
-        return {"acts": [r.to_dict() for r in self.acts], "failed": self.failed, "skipped": self.skipped,
-                "embedded": self.embedded, "waiting": self.waiting}
-
-
-def expand_paths(paths: Sequence[Path]) -> list[Path]:
-    """Files to ingest: each file as given, and the non-empty PDF/HTML files below each folder."""
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*") if q.suffix.lower() in TEXT_SUFFIXES and q.stat().st_size > 0))
-        elif p.is_file():
-            files.append(p)
-        else:
-            raise UsageError(f"{p} does not exist", param="PATHS")
-    return files
-
-
-def run(
-    *,
-    acts: Sequence[str] = (),
-    paths: Sequence[Path] = (),
-    all_acts: bool = False,
-    source: Path | None = None,
-    offline: bool = False,
-    archive_dir: Path | None = None,
-    embed: bool = True,
-    chunk_chars: int | None = None,
-    latest: bool = False,
-    jobs: int | None = None,
-    on_start: Callable[[int, int, str], None] | None = None,
-    on_result: Callable[[IngestResult], None] | None = None,
-    progress: Callable[[str], None] | None = None,
-    embed_progress: ProgressFactory | None = None,
-) -> IngestReport:
-    """Ingest acts by id (from the API, ``source`` or the archive) or local files, then embed what is new.
-
-    ``latest``: each act id is resolved through the API to its newest consolidated text, which is
-    ingested as a version of the same act (pipeline.indexing.sync.ingest_latest).
-    ``jobs``: processes parsing the next acts ahead when their texts are on disk (``source`` or
-    ``offline``; default: the CPUs, at most 4).
-    ``on_start(i, n, what)`` and ``on_result(result)`` frame each act; ``progress`` gets fetch steps.
-    An act that fails is a "failed" result, the others still run; bad arguments raise UsageError.
-    """
-    cfg = settings()
-    acts = tuple(acts)
-    if source is not None and not source.is_dir():
-        raise UsageError(f"{source} is not a folder", param="--source")
-    skipped: list[IngestResult] = []
-    if all_acts:
-        if source is None and not offline:
-            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout) or --offline (dane/)")
-        root = source if source is not None else archive_dir or cfg.archive_dir
-        # "Every act that has a text": one named with --act and lacking a text still fails.
-        for aid in acts_in(root):
-            if has_text(root, aid):
-                acts += (str(aid),)
-            else:
-                skipped.append(IngestResult(act=str(aid), status="skipped",
-                                            warnings=[f"{aid} has no text in {root} (metadata only)"]))
-    if not acts and not paths:
-        raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
-    if paths and len(acts) > 1:
-        raise UsageError("with file paths, --act may be given once (it names the act of the file)")
-    if latest and (source is not None or offline or paths or not acts):
-        raise UsageError("--latest asks the ELI API about --act IDs; it cannot read --source, --offline or files")
-    files = expand_paths(paths)
-
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    url, conn = open_current()
-    try:
-        embedder = embedder_from_env() if embed else None
-        # Without embedding now, the texts still join the configured model's queue: `pipeline embed`
-        # drains it later, and status, doctor and search can see what has no vector yet.
-        model = embedder.name if embedder else configured_model()
-        sizes = {"max_chars": chunk_chars or cfg.chunk_chars, "overlap": cfg.chunk_overlap}
-        results: list[IngestResult] = []
-        by_id = [] if paths else list(acts)
-        total = len(files) + len(by_id)
-        client = EliClient() if by_id and source is None and not offline else None
-        on_disk = None  # texts read from disk can be parsed ahead; downloads cannot
-        if not latest and (source is not None or offline):
-            on_disk = source if source is not None else archive_dir or cfg.archive_dir
-        ahead = ParseAhead(on_disk, by_id if on_disk else (), default_jobs() if jobs is None else jobs,
-                           require_sums=source is None)
-        try:
-            for i, act in enumerate(by_id, start=1):
-                if on_start:
-                    on_start(i, total, act)
-                ahead.wait(act)
-                if latest:
-                    from pipeline.indexing.sync import ingest_latest
-
-                    results.append(ingest_latest(conn, url, act, client=client, model=model,
-                                                 archive_dir=archive_dir or cfg.archive_dir, progress=progress, **sizes))
-                else:
-                    results.append(ingest_act(conn, url, act, model=model, archive_dir=archive_dir or cfg.archive_dir,
-                                              source_dir=source, offline=offline, client=client, progress=progress,
-                                              **sizes))
-                if on_result:
-                    on_result(results[-1])
-        finally:
-            ahead.close()
-            if client:
-                client.close()
-        for j, path in enumerate(files, start=1):
-            if on_start:
-                on_start(j, total, str(path))
-            results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
-            if on_result:
-                on_result(results[-1])
-        if embedder is not None:
-            # The texts of the versions this run stored or found stored (so a rerun finishes what an
-            # interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is
-            # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
-            versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
-            pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
-            conn.rollback()  # reads only: drain_queue commits batches of its own
-            try:
-                embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
-            except EmbedderError as exc:  # the model is down: what was stored stays, and the fix is one command
-                stored = sum(r.status in ("new", "unchanged") for r in results)
-                raise EmbedderError(f"{one_line(exc)}; the {stored} act(s) are stored and their texts queued: "
-                                    "`pipeline embed` computes the vectors once the model answers") from None
-            # Attribute the work to the acts whose texts waited, in order (versions can share texts).
-            for i, r in enumerate(results):
-                r.embedded = min(pending.get(i, 0), embedded)
-                embedded -= r.embedded
-        # What `pipeline embed` has left to do: other acts' texts, or, with --no-embed, this run's too.
-        waiting = queued(conn, model)
-        conn.rollback()
-    finally:
-        conn.close()
-    for r in skipped:
-        if on_result:
-            on_result(r)
-    return IngestReport(results + skipped, waiting)

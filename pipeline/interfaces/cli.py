@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from pipeline.core import __version__, json_default
-from pipeline.sources.chunk import DEFAULT_MAX_CHARS, MIN_CHARS
+from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FUSIONS, MAX_K, MIN_CHARS, MODES
 from pipeline.core.errors import PipelineError, UsageError, one_line
 
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
@@ -92,6 +92,14 @@ class ActIdType(click.ParamType):
 ACT_ID = ActIdType()
 
 
+def _service() -> Any:
+    """The service a command runs on: one connection (a command does one thing at a time), the
+    dictionary loaded when a query first needs it, not up front."""
+    from pipeline.service import Service
+
+    return Service(pool_size=1, warm=False)
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
 
@@ -124,11 +132,8 @@ def db_group() -> None:
 @friendly
 def db_upgrade(revision: str) -> None:
     """Apply migrations up to head (other commands do this implicitly)."""
-    from pipeline.storage import db, schema
-
-    url = db.database_url()
-    schema.upgrade(url, revision, force_interface=True)
-    _say_revision(url)
+    revision = _service().upgrade(revision)
+    click.echo(f"database at {revision or 'base (empty)'}")
 
 
 @db_group.command("downgrade")
@@ -138,28 +143,15 @@ def db_upgrade(revision: str) -> None:
 @friendly
 def db_downgrade(revision: str, yes: bool) -> None:
     """Revert migrations to REVISION ('base' = empty database)."""
-    from pipeline.storage import db, schema
-
     if not yes:
         raise click.UsageError("downgrading may drop data; pass --yes to confirm")
-    url = db.database_url()
-    with db.connect(url, autocommit=True) as conn:
-        before = schema.current_revision(conn)
-    schema.downgrade(url, revision)
-    with db.connect(url, autocommit=True) as conn:
-        after = schema.current_revision(conn)
-    _say_revision(url)
-    for rev, summary in schema.revisions_between(before, after):  # what is gone with them, for the operator
+    service = _service()
+    undone = service.downgrade(revision)
+    # The revision the database is at now (not the one asked for: upgrading to an older one is a no-op).
+    click.echo(f"database at {service.revision() or 'base (empty)'}")
+    for rev, summary in undone:  # what is gone with them, for the operator
         click.echo(f"undid {rev}: {summary}", err=True)
     click.echo("note: other commands upgrade the database to head again before they run", err=True)
-
-
-def _say_revision(url: str) -> None:
-    """The revision the database is at now (not the one asked for: upgrading to an older one is a no-op)."""
-    from pipeline.storage import db, schema
-
-    with db.connect(url, autocommit=True) as conn:
-        click.echo(f"database at {schema.current_revision(conn) or 'base (empty)'}")
 
 
 @db_group.command("status")
@@ -168,9 +160,8 @@ def _say_revision(url: str) -> None:
 def db_status(as_json: bool) -> None:
     """Server kind and versions, migration head, row counts, embedding progress."""
     from pipeline.storage import schema
-    from pipeline.service import status
 
-    info = status.database_status()
+    info = _service().status()
     if as_json:
         _emit_json(info)
         return
@@ -199,18 +190,14 @@ def db_status(as_json: bool) -> None:
 @friendly
 def db_url() -> None:
     """Print a URL that psql accepts:  psql "$(pipeline db url)"."""
-    from pipeline.storage import db
-
-    click.echo(db.database_url())
+    click.echo(_service().database_url(migrate=False))
 
 
 @db_group.command("stop")
 @friendly
 def db_stop() -> None:
     """Stop the embedded server (it keeps running between commands otherwise)."""
-    from pipeline.storage import db
-
-    click.echo("stopped" if db.stop() else "not running")
+    click.echo("stopped" if _service().stop_database() else "not running")
 
 
 # --- ingest --------------------------------------------------------------------------------------
@@ -244,9 +231,7 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
     pipeline ingest ./D20250277.pdf            # act id from the file name
     pipeline ingest text.html --act DU/2024/581
     """
-    from pipeline.indexing import ingest
-
-    report = ingest.run(
+    report = _service().ingest(
         acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline, archive_dir=archive_dir,
         embed=not no_embed, chunk_chars=chunk_chars, latest=latest, jobs=jobs,
         on_start=None if as_json else lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True),
@@ -333,9 +318,7 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
     Also queues every chunk text that has no embedding for the current model (after a model switch),
     and, with the local model, every chunk text without its sparse term vector (the sparse arm).
     """
-    from pipeline.indexing import embed
-
-    done = embed.run(batch_size=batch_size, limit=limit, progress=None if as_json else _progress_bar)
+    done = _service().embed(batch_size=batch_size, limit=limit, progress=None if as_json else _progress_bar)
     if as_json:
         _emit_json(done.to_dict())
     else:
@@ -354,13 +337,12 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
 @friendly
 def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json: bool) -> None:
     """Print one article, e.g.  pipeline show DU/2025/277 151^1  (151¹ and 'art. 151^1' work too)."""
-    from pipeline.storage import articles
-
-    found = articles.show(act, article, as_of=as_of.date() if as_of else None, version_no=version_no)
+    found = _service().show(act, article, as_of=as_of.date() if as_of else None, version_no=version_no)
     if as_json:
-        _emit_json(found)
+        # "eli": the act's id under its old key, kept for one release (CHANGELOG.md); "act" is the key.
+        _emit_json({**found, "eli": found["act"]})
         return
-    head = (f"{found['eli']} art. {found['article']} (version {found['version_no']}, "
+    head = (f"{found['act']} art. {found['article']} (version {found['version_no']}, "
             f"text as of {found['valid_from'] or 'an unknown date'})")
     if found["repealed"]:
         head += " [uchylony]"
@@ -380,29 +362,29 @@ def _search_options(fn: Callable) -> Callable:
     fn = click.option("--act", "acts", multiple=True, type=ACT_ID, metavar="ID", help="Only these acts (repeatable).")(fn)
     fn = click.option("--as-of", type=IsoDate(), help="Texts in force on this date.")(fn)
     fn = click.option("--include-repealed", is_flag=True, help="Also search repealed (uchylone) articles.")(fn)
-    fn = click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many articles.")(fn)
+    fn = click.option("-k", "k", type=click.IntRange(1, MAX_K), default=DEFAULT_K, show_default=True,
+                      help="How many articles.")(fn)
     return fn
 
 
 @main.command("search")
 @click.argument("query")
 @_search_options
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "sparse"]), default="hybrid", show_default=True,
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
               help="hybrid fuses the arms; sparse is the local model's learned term arm alone.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable hits.")
 @friendly
 def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any, include_repealed: bool,
                as_json: bool) -> None:
     """Find the articles that answer QUERY (Polish full text + vectors, fused in SQL)."""
-    from pipeline.retrieval import search
-
-    hits = search.run(query, k=k, mode=mode, acts=acts, as_of=as_of.date() if as_of else None,
-                      include_repealed=include_repealed, on_warning=_warn)
+    found = _service().search(query, k=k, mode=mode, acts=acts, as_of=as_of.date() if as_of else None,
+                              include_repealed=include_repealed)
+    for warning in found.warnings:
+        _warn(warning)
+    hits = found.hits
     if as_json:
-        from pipeline.answering.answer import cite
-
-        # rank and citation as the MCP tool gives them; warnings stay on stderr (the output is the list)
-        _emit_json([{"rank": i, "citation": cite(h.act, h.article), **h.to_dict()} for i, h in enumerate(hits, 1)])
+        # The hits as MCP search_law and the web page give them; warnings stay on stderr (the output is the list).
+        _emit_json(found.records())
         return
     if not hits:
         click.echo("No matching articles.", err=True)
@@ -448,8 +430,6 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
     Model: OpenRouter (OPENROUTER_API_KEY, ANSWER_MODEL) or any OpenAI-compatible server
     (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
     """
-    from pipeline.answering import answer as answering
-
     streaming = not as_json and not no_stream
     printed: list[str] = []
 
@@ -458,7 +438,7 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
         click.echo(piece, nl=False)
 
     try:
-        asked = answering.ask(
+        asked = _service().ask(
             question, k=k, acts=acts, as_of=as_of.date() if as_of else None, include_repealed=include_repealed,
             rewrite=rewrite, offline=offline, stream=not no_stream,
             on_rewrite=None if as_json else lambda q: click.echo(f"Przeformułowane pytanie: {q}", err=True),
@@ -504,13 +484,13 @@ def _print_fragments(fragments: list) -> None:
 
 @main.command("eval")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("-k", "k", type=click.IntRange(1, 100), default=10, show_default=True,
+@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=10, show_default=True,
               help="Articles retrieved per question; recall is also reported at this k.")
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "text", "sparse", "all"]), default="all",
+@click.option("--mode", type=click.Choice([*MODES, "all"]), default="all",
               show_default=True, help="all: each arm alone (sparse where the model has a sparse head) and fused.")
 @click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
               help="Only questions whose id ends in an odd / even number (dev set: odd tune, even report).")
-@click.option("--fusion", type=click.Choice(["rrf", "convex"]), default=None,
+@click.option("--fusion", type=click.Choice(FUSIONS), default=None,
               help="Override the model's fusion (ablations).")
 @click.option("--text-weight", type=click.FloatRange(0), default=None, help="Override the text arm's weight.")
 @click.option("--vector-weight", type=click.FloatRange(0), default=None, help="Override the vector arm's weight.")
@@ -533,7 +513,7 @@ def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_w
                                                  ("vector_weight", vector_weight), ("sparse_weight", sparse_weight),
                                                  ("fetch_k", fetch_k))
                  if value is not None}
-    report = evaluate.run(file, k=k, modes=modes, ids=ids, **overrides)
+    report = _service().eval(file, k=k, modes=modes, ids=ids, **overrides)
     if as_json:
         _emit_json(report)
         return
@@ -586,9 +566,7 @@ def doctor_cmd(as_json: bool) -> None:
     """Check database, pgvector, text search, statistics, data, embedder and answer model; print what to fix.
 
     Exit 1 when a check failed, 0 otherwise (warnings included: read them in --json)."""
-    from pipeline.service.status import doctor
-
-    checks = doctor()
+    checks = _service().doctor()
     if as_json:
         _emit_json(checks)
     else:
@@ -609,7 +587,7 @@ def doctor_cmd(as_json: bool) -> None:
 @friendly
 def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> None:
     """Create ROLE that may only SELECT the documented views and call the search functions."""
-    from pipeline.storage import db, schema
+    from pipeline.storage import schema
 
     if password_stdin:
         if password is not None:
@@ -618,7 +596,7 @@ def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> No
         if not password:
             raise UsageError("no password on standard input", param="--password-stdin")
 
-    can_log_in = schema.grant_reader(db.database_url(), role, password)
+    can_log_in = _service().grant_reader(role, password)
     functions = ", ".join(f.split("(")[0] + "()" for f in schema.READER_FUNCTIONS)
     click.echo(f"role {role} can read: {', '.join(schema.READER_VIEWS)}; and call: {functions}")
     if not can_log_in:  # a role given a password before keeps it, and its login
@@ -634,24 +612,29 @@ def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> No
 @friendly
 def acts_cmd(all_acts: bool, as_json: bool) -> None:
     """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
-    from pipeline.storage.currency import display_title, stored_acts
+    from pipeline.storage.currency import display_title
 
-    found = stored_acts(current_only=not all_acts)
+    found = _service().acts(current_only=not all_acts)
     if as_json:
-        _emit_json([c.to_dict() for c in found])
+        # The currency's own keys (eli, base_eli, text_as_of, amended_after …) stay at the top level for
+        # one release (CHANGELOG.md); the record's keys (act, base_act, currency …) are the schema.
+        _emit_json([{**a["currency"], **a} for a in found])
         return
     if not found:
         click.echo("No acts stored; run: pipeline ingest --act DU/2025/277", err=True)
         return
     click.echo(f"{'act':<14} {'base act':<14} {'ver':>3} {'text as of':<10} {'in force':<12} {'later':>5} "
                f"{'checked':<16}  {'latest amendment':<26}  title")
-    for c in found:
-        later = "?" if c.amended_after is None else str(len(c.amended_after))
-        last = c.amended_after[-1] if c.amended_after else None
-        checked = f"{c.checked_at:%Y-%m-%d %H:%M}" if c.checked_at else "-"
-        title = _snippet(display_title(c.title), 70) if c.title else "-"  # which act is which, at a glance
-        click.echo(f"{c.eli:<14} {c.base_eli:<14} {c.version_no or '-':>3} {str(c.text_as_of or '-'):<10} {c.in_force or '-':<12} "
-                   f"{later:>5} {checked:<16}  {f'{last.eli} ({last.date})' if last else '':<26}  {title}")
+    for a in found:
+        c = a["currency"]
+        amended = c["amended_after"]
+        later = "?" if amended is None else str(len(amended))
+        last = amended[-1] if amended else None
+        checked = f"{c['checked_at']:%Y-%m-%d %H:%M}" if c["checked_at"] else "-"
+        latest = f"{last['eli']} ({last['date']})" if last else ""
+        title = _snippet(display_title(a["title"]), 70) if a["title"] else "-"  # which act is which, at a glance
+        click.echo(f"{a['act']:<14} {a['base_act']:<14} {a['version_no'] or '-':>3} {str(c['text_as_of'] or '-'):<10} "
+                   f"{a['in_force'] or '-':<12} {later:>5} {checked:<16}  {latest:<26}  {title}")
 
 
 @main.command("remove")
@@ -667,11 +650,9 @@ def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
     One transaction; search statistics follow. Raw responses in dane/ and the ingest log stay, and
     so do the vectors (pipeline ingest brings the act back without embedding it again).
     """
-    from pipeline.storage import store
-
     if not yes:
         raise click.UsageError(f"removing {act} deletes its stored texts; pass --yes to confirm")
-    removed = store.remove(act)
+    removed = _service().remove(act)
     if as_json:
         _emit_json(removed.to_dict())
         return
@@ -699,10 +680,10 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
     from pipeline.indexing import sync
 
     try:
-        report = sync.run(archive_dir=archive_dir, embed=not no_embed, restart=restart,
-                          progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
-                          on_result=None if as_json else (lambda r: click.echo(r.line())),
-                          embed_progress=None if as_json else _progress_bar)
+        report = _service().sync(archive_dir=archive_dir, embed=not no_embed, restart=restart,
+                                 progress=None if as_json else (lambda m: click.echo(f"  {m}", err=True)),
+                                 on_result=None if as_json else (lambda r: click.echo(r.line())),
+                                 embed_progress=None if as_json else _progress_bar)
     except sync.SyncBusy as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(SYNC_BUSY_EXIT)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +10,8 @@ import psycopg
 
 from pipeline.storage.articles import canonical_article
 from pipeline.core.act_id import parse_act_id
-from pipeline.indexing.embedders import Embedder, embedder_from_env, sparse_head
-from pipeline.core.errors import EvalError, UsageError
+from pipeline.indexing.embedders import Embedder, sparse_head
+from pipeline.core.errors import EvalError
 from pipeline.retrieval.refusal import decide
 from pipeline.retrieval.search import MODES, Hit, search, search_gaps
 
@@ -172,24 +171,3 @@ def metrics(results: list[QuestionResult], modes: tuple[str, ...], k: int = 10) 
         if unanswerable and judged else None
     out["false_refusal_rate"] = (sum(1 for r in scored if r.refused) / len(scored)) if scored and judged else None
     return out
-
-
-def run(path: Path, *, k: int = 10, modes: tuple[str, ...] | None = None, ids: str = "all",
-        **overrides: object) -> dict:
-    """`pipeline eval`: the question file (or one half of its id split) scored against the current
-    database and embedder; ``overrides`` (fusion, text_weight, vector_weight, sparse_weight, fetch_k)
-    replace the model profile's settings for ablations."""
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    try:
-        questions = select_ids(load_questions(path), ids)
-    except EvalError as exc:
-        raise UsageError(str(exc)) from None
-    _, conn = open_current()
-    with closing(conn):
-        try:
-            report = evaluate(conn, embedder_from_env(), questions, k=k, modes=modes, **overrides)
-        except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
-            raise UsageError(str(exc)) from None
-    report["ids"] = ids
-    return report

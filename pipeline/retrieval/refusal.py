@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from pipeline.core.config import env_number
 from pipeline.indexing.embedders import Embedder
 from pipeline.retrieval.search import Hit, ModelProfile, profile
 
@@ -33,13 +34,10 @@ class Refusal:
 
 def min_similarity(model: str | None, env: Mapping[str, str] | None = None) -> float:
     """ANSWER_MIN_SIMILARITY when set, else the model's calibrated default."""
-    value = (env if env is not None else os.environ).get("ANSWER_MIN_SIMILARITY", "").strip()
-    if value:
-        try:
-            return float(value)
-        except ValueError:
-            raise ValueError(f"ANSWER_MIN_SIMILARITY must be a number, got {value!r}") from None
-    return profile(model).min_similarity
+    # A ConfigError on every face (the CLI said "unexpected ValueError" where MCP gave a clean line).
+    value = env_number(env if env is not None else os.environ, "ANSWER_MIN_SIMILARITY", float, allow_zero=True,
+                       what="a number")
+    return profile(model).min_similarity if value is None else float(value)
 
 
 def arms_agree(hits: list[Hit], prof: ModelProfile) -> bool | None:

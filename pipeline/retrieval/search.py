@@ -2,26 +2,19 @@
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
-from collections.abc import Callable, Sequence
-from contextlib import closing
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import psycopg
 from psycopg.rows import class_row
 
-from pipeline.storage.articles import require_acts, require_date
-from pipeline.storage.db import read_only, reading, sparsevec_literal, vector_literal
-from pipeline.indexing.embedders import Embedder, SparseHead, embedder_from_env, sparse_head
 from pipeline.core.errors import DatabaseError, PipelineError, UsageError
-
-MODES = ("hybrid", "vector", "text", "sparse")
-FUSIONS = ("rrf", "convex")
-MAX_K = 1000  # the most articles one search returns (search_chunks() checks the same)
-# A question, not a document: the embedding models read their first 512 tokens (~2 000 characters of
-# Polish), and tokenising 100k characters took the local model ~30 s before it cut them.
-MAX_QUESTION_CHARS = 5000
-
+from pipeline.indexing.embedders import Embedder, SparseHead, sparse_head
+from pipeline.retrieval.named_articles import named_articles
+from pipeline.storage.articles import BASE_OF, require_acts, require_date
+from pipeline.storage.currency import for_acts
+from pipeline.storage.db import read_only, reading, sparsevec_literal, vector_literal
+from pipeline.core.limits import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question  # noqa: F401 (importable from here, as before)
 
 @dataclass(frozen=True)
 class ModelProfile:
@@ -97,24 +90,6 @@ def embedded_query(conn: psycopg.Connection, query: str) -> str:
     return f"{query} ({expansion})" if expansion else query
 
 
-def check_question(query: object) -> None:
-    """A UsageError unless ``query`` is a question to search: a string with something to read (not only
-    spaces or invisible characters such as a zero-width space), no NUL, at most MAX_QUESTION_CHARS."""
-    if not isinstance(query, str):
-        raise UsageError(f"the question must be a string, not {type(query).__name__}")
-    if not "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip():
-        raise UsageError("the question is empty")
-    if "\x00" in query:
-        raise UsageError("the question contains a NUL character")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, e.g. from JSON's "\udc80": PostgreSQL cannot take it
-        raise UsageError("the question is not valid Unicode text (it holds a lone surrogate)") from None
-    if len(query) > MAX_QUESTION_CHARS:
-        raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
-                         "ask about one thing, in a few sentences")
-
-
 def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: str | None) -> PipelineError:
     """One of search_chunks' own checks as the library's error: a state of the data (what to run) or a
     wrong call."""
@@ -135,9 +110,6 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
     """``hits`` with the articles the question names (named_articles) first, in the question's order,
     when the texts searched hold them: a named code's article, or, with one act in ``acts``, an
     article named without an act. An act filter that leaves the code out wins."""
-    from pipeline.storage.articles import BASE_OF
-    from pipeline.retrieval.named_articles import named_articles
-
     named: list[Hit] = []
     for base, article in named_articles(query):
         if base is None and acts and len(acts) == 1:
@@ -197,8 +169,7 @@ def search(
     check_question(query)
     if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
         raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise UsageError(f"k must be a whole number from 1 to {MAX_K}")
+    check_k(k)
     require_date(as_of)
     # Fusion settings left unset come from the embedding model's profile.
     prof = profile(embedder.name if embedder is not None else None)
@@ -245,27 +216,6 @@ def search(
         raise _search_chunks_error(conn, exc, model) from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
     return hits
-
-
-def run(query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] = (), as_of: dt.date | None = None,
-        include_repealed: bool = False, on_warning: Callable[[str], None] | None = None) -> list[Hit]:
-    """`pipeline search`: the configured embedder (unless ``mode`` is text) over the current database;
-    ``on_warning`` gets what makes the ranking incomplete (:func:`vector_gap`)."""
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    _, conn = open_current()
-    with closing(conn):
-        embedder = embedder_from_env() if mode != "text" else None
-        hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts, as_of=as_of,
-                              include_repealed=include_repealed)
-        for gap in search_gaps(conn, embedder, mode, acts, as_of) if on_warning else ():
-            on_warning(gap)
-        if on_warning:
-            from pipeline.retrieval.refusal import search_warning  # the rule ask applies: hits this far off answer nothing
-
-            if warning := search_warning(hits, embedder, mode):
-                on_warning(warning)
-        return with_currency(conn, hits, as_of)
 
 
 def sparse_arm(embedder: Embedder | None, mode: str) -> SparseHead | None:
@@ -362,8 +312,6 @@ def as_of_gap(conn: psycopg.Connection, acts: Sequence[str] = (), as_of: dt.date
 def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
     """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see,
     for the law as it stood on ``as_of`` (the date searched; None: today)."""
-    from pipeline.storage.currency import for_acts
-
     found = for_acts(conn, [h.act for h in hits], as_of)
     for h in hits:
         h.currency = found[h.act].to_dict() if h.act in found else None

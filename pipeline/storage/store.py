@@ -22,7 +22,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.storage import currency
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import pid_alive
-from pipeline.indexing.embed import enqueue_missing
+from pipeline.storage.queue import enqueue_missing
 from pipeline.core.errors import IngestError
 from pipeline.sources.parse.model import Article, ParsedAct
 
@@ -324,17 +324,6 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
     return Removed(eli, base, elis, versions, chunks)
-
-
-def remove(act: str) -> Removed:
-    """`pipeline remove`: :func:`remove_act` on the current database."""
-    from contextlib import closing
-
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    _, conn = open_current()
-    with closing(conn):
-        return remove_act(conn, act)
 
 
 # --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------

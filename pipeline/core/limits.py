@@ -1,0 +1,53 @@
+"""The limits and choices a caller meets on every face (CLI, MCP, web, Python API), in one place.
+
+The faces check their input against these before calling the service (a click range, a JSON schema
+bound, a form's maxlength), and the library checks them again, so a limit is the same wherever it
+is met. The SQL interface keeps bounds of its own (search_chunks: k up to 1000), for SQL callers.
+"""
+from __future__ import annotations
+
+import unicodedata
+
+from pipeline.core.errors import UsageError
+
+# The most articles a search returns and the most fragments an answer sends its model: a reader,
+# an agent's context and a model's prompt are the limits, not the database (each fragment costs tokens).
+MAX_K = 100
+DEFAULT_K = 5
+
+# A question, not a document: the embedding models read their first 512 tokens (~2 000 characters of
+# Polish), and tokenising 100k characters took the local model ~30 s before it cut them.
+MAX_QUESTION_CHARS = 5000
+
+# Chunks: the size of an article's parts (CHUNK_CHARS), the overlap between them (CHUNK_OVERLAP).
+DEFAULT_MAX_CHARS = 1200
+DEFAULT_OVERLAP = 200
+MIN_CHARS = 200  # smaller parts would be mostly context header and overlap
+
+MODES = ("hybrid", "vector", "text", "sparse")  # the arms a search ranks with (sql/search.sql)
+FUSIONS = ("rrf", "convex")  # how hybrid search mixes the arms' scores (sql/search.sql)
+
+
+def check_k(k: object, what: str = "k") -> int:
+    """``k`` as a whole number from 1 to MAX_K, else a UsageError (True is no number of articles)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UsageError(f"{what} must be a whole number from 1 to {MAX_K}")
+    return k
+
+
+def check_question(query: object) -> None:
+    """A UsageError unless ``query`` is a question to search: a string with something to read (not only
+    spaces or invisible characters such as a zero-width space), no NUL, at most MAX_QUESTION_CHARS."""
+    if not isinstance(query, str):
+        raise UsageError(f"the question must be a string, not {type(query).__name__}")
+    if not "".join(ch for ch in query if unicodedata.category(ch) != "Cf").strip():
+        raise UsageError("the question is empty")
+    if "\x00" in query:
+        raise UsageError("the question contains a NUL character")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, e.g. from JSON's "\udc80": PostgreSQL cannot take it
+        raise UsageError("the question is not valid Unicode text (it holds a lone surrogate)") from None
+    if len(query) > MAX_QUESTION_CHARS:
+        raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
+                         "ask about one thing, in a few sentences")
