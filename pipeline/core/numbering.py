@@ -1,20 +1,71 @@
-"""Canonical article numbers ("151^1", "22^1c", "19a") and their order."""
+"""Article numbers: the one grammar of them, as printed, as typed, and in canonical form, and their order.
+
+The canonical form is what the parsers store and every lookup takes: digits, up to three Polish
+letters, an optional superscript written ``^N``, up to three letters again ("151^1", "22^1c", "19a",
+"3a^1", "95ł"). Parsers, lookups (``pipeline show``, MCP ``get_article``), named articles in a
+question and citations in an answer all read numbers with the patterns below, so a number the
+parser stores is one a reader can ask for.
+"""
 from __future__ import annotations
 
 import re
 
+from pipeline.core.errors import UsageError
+
 # Letter suffixes are Polish letters ("95ł" exists), ordered as the Polish alphabet.
 _ALPHABET = "aąbcćdeęfghijklłmnńoópqrsśtuvwxyzźż"
-_LETTERS = f"[{_ALPHABET}]{{0,3}}"
-_CANONICAL = re.compile(rf"^(\d+)({_LETTERS})(?:\^(\d+))?({_LETTERS})$")
-# An article number as printed in a label: "151^1", "22^1c", "19a", "3a^1", "95ł".
-NUMBER = rf"\d+{_LETTERS}(?:\^\d+)?{_LETTERS}"
-# "12–14", "284-290^1": a label standing for several articles (repealed or omitted together).
-_RANGE = re.compile(rf"^({NUMBER})\s*[–-]\s*({NUMBER})$")
-
-# Article numbers typed or printed with superscript digits: "151¹" is art. 151^1.
+LETTER = f"[{_ALPHABET}]"
+_LETTERS = f"{LETTER}{{0,3}}"
+# Superscript digits, as printed ("151¹") and as typed: "151¹" is art. 151^1.
 SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 SUPERSCRIPT_DIGITS = str.maketrans(SUPERSCRIPTS, "0123456789")
+
+# An article number in canonical form, as the parsers store it and write it in a label ("Art. 3a^1.").
+# Letters before the superscript only with one ("3a^1"); "19abcd" is no number.
+NUMBER = rf"\d+(?:{_LETTERS}\^\d+)?{_LETTERS}"
+_CANONICAL = re.compile(rf"^(\d+)(?:({_LETTERS})\^(\d+)({_LETTERS})|({_LETTERS}))$")
+# An article number as a person or a model types it, or a text prints it: the superscript as "^1"
+# (spaces allowed around the caret), as superscript digits "¹", or as "(1)" where superscripts cannot be
+# typed ("22(1)"). Match it case-insensitively (``re.IGNORECASE``): "19A" is art. 19a. It ends where
+# the number ends: no letter or digit may follow ("art. 1234567" is not art. 123).
+TYPED = (rf"\d+(?:{_LETTERS}(?:\s*\^\s*\d+|\(\d+\)|[{SUPERSCRIPTS}]+))?{_LETTERS}"
+         rf"(?![\w{SUPERSCRIPTS}])")
+_TYPED = re.compile(TYPED, re.IGNORECASE)
+# "12–14", "284-290^1": a label standing for several articles (repealed or omitted together).
+_RANGE = re.compile(rf"^({NUMBER})\s*[–-]\s*({NUMBER})$")
+# What may come before and after a typed number: "art.", "Art", "artykuł(u)"; a unit of the article
+# ("154 § 1 pkt 2", "23 ust. 1": a reader cites the unit, the whole article is what is stored).
+_PREFIX = re.compile(r"^(?:artykuł\w*|art\.?)\s*", re.IGNORECASE)  # the longer first
+_UNIT = re.compile(r"\s*(?:§|ust\.|pkt|lit\.)\s*\S.*$", re.IGNORECASE)
+
+
+def canonical(typed: str) -> str:
+    """The canonical form of a number matched by :data:`TYPED`: "151¹" / "151 ^ 1" / "151(1)" -> "151^1"."""
+    s = re.sub(r"\s+", "", typed).lower()
+    s = re.sub(r"\((\d+)\)", r"^\1", s)
+    return re.sub(f"[{SUPERSCRIPTS}]+", lambda m: "^" + m.group(0).translate(SUPERSCRIPT_DIGITS), s)
+
+
+def canonical_article(text: str) -> str:
+    """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '3a^1', '95ł' as they are;
+    '154 § 1 pkt 2' -> '154'. Raises UsageError for anything that is not an article number."""
+    if not isinstance(text, str):  # 154 as a number: the caller's mistake, not a missing article
+        raise UsageError(f"an article number is a string such as '154' or '151^1', not {type(text).__name__}")
+    s = _UNIT.sub("", _PREFIX.sub("", text.strip())).rstrip(".").strip()
+    if not _TYPED.fullmatch(s):
+        # Malformed, like a malformed act id: the call is wrong (HTTP 400), not the article missing (404).
+        raise UsageError(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
+    return canonical(s)
+
+
+def find_typed(text: str) -> list[str]:
+    """The canonical numbers typed in ``text``, in order ("154, 155 i 151¹" -> 154, 155, 151^1)."""
+    return [canonical(m.group(0)) for m in _TYPED.finditer(text)]
+
+
+def is_canonical(number: str) -> bool:
+    return _CANONICAL.match(number) is not None
+
 
 Key = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 
@@ -24,7 +75,9 @@ def parse_number(number: str) -> tuple[int, str, int, str]:
     m = _CANONICAL.match(number)
     if not m:
         raise ValueError(f"not a canonical article number: {number!r}")
-    return int(m.group(1)), m.group(2), int(m.group(3) or 0), m.group(4)
+    if m.group(3) is None:  # "19a": the letters come before where a superscript would be (3a < 3a^1 < 3b)
+        return int(m.group(1)), m.group(5), 0, ""
+    return int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
 
 
 def sort_key(number: str) -> Key:
@@ -71,17 +124,19 @@ def expand_range(first: str, last: str) -> list[str]:
 
     "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
     """
-    a = re.match(r"^(\d+)(?:\^(\d+))?$", first)
-    b = re.match(r"^(\d+)(?:\^(\d+))?$", last)
-    if not a or not b:
+    try:
+        a, b = parse_number(first), parse_number(last)
+    except ValueError:
         return []
-    base_a, base_b = int(a.group(1)), int(b.group(1))
-    if a.group(2) and b.group(2) and base_a == base_b and int(a.group(2)) < int(b.group(2)):
-        return [f"{base_a}^{n}" for n in range(int(a.group(2)), int(b.group(2)) + 1)]
-    if a.group(2) or base_a >= base_b:
+    if a[1] or a[3] or b[1] or b[3]:  # "19a-19c": which letters lie between is not known
+        return []
+    (base_a, _, sup_a, _), (base_b, _, sup_b, _) = a, b
+    if sup_a and sup_b and base_a == base_b and sup_a < sup_b:
+        return [f"{base_a}^{n}" for n in range(sup_a, sup_b + 1)]
+    if sup_a or base_a >= base_b:
         return []
     numbers = [str(n) for n in range(base_a, base_b + 1)]
-    if b.group(2):
+    if sup_b:
         numbers.append(last)
     return numbers
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.storage.articles import canonical_article
-from pipeline.core.errors import UsageError
+from pipeline.core.numbering import TYPED, canonical
 
 # The codes by the abbreviations and names Polish legal writing uses, to their base acts (the ELI id
 # of the act as first published; its consolidated texts are stored under that base act).
@@ -22,11 +21,10 @@ _CODES: tuple[tuple[str, str], ...] = (
     (r"kpc|kodeks\w*\s+postępowania\s+cywiln\w*", "DU/1964/296"),
     (r"ksh|kodeks\w*\s+spółek\s+handlowych", "DU/2000/1037"),
 )
-_SUPERSCRIPT = "¹²³⁴⁵⁶⁷⁸⁹⁰"
-# "art. 52", "art 52", "artykuł 52", "artykułu 151^1", "art. 151¹", "art. 22(1)": the number, then
-# optionally its units ("§ 1 pkt 2") and the act.
+# "art. 52", "art 52", "artykuł 52", "artykułu 151^1", "art. 151¹", "art. 22(1)", "art. 3a^1": the number
+# (as typed: core.numbering), then optionally its units ("§ 1 pkt 2") and the act.
 _ARTICLE = re.compile(
-    rf"\bart(?:ykuł\w*|\.)?\s*(\d+[a-z]{{0,3}}(?:\^\d+|\(\d+\)|[{_SUPERSCRIPT}]+)?[a-z]{{0,3}})(?![\d{_SUPERSCRIPT}])"
+    rf"\bart(?:ykuł\w*|\.)?\s*({TYPED})"
     r"((?:\s*(?:§|ust\.?|pkt|lit\.?)\s*\S+)*)(?=\s*(.{0,60}))",  # the act: looked at, not consumed
     re.IGNORECASE,
 )
@@ -38,11 +36,7 @@ def named_articles(question: str) -> list[tuple[str | None, str]]:
     question names none of the codes by its abbreviation or name (the caller may know it otherwise)."""
     found: list[tuple[str | None, str]] = []
     for m in _ARTICLE.finditer(question):
-        number = re.sub(r"\((\d+)\)", r"^\1", m.group(1))  # "22(1)": how 22¹ is typed without superscripts
-        try:
-            article = canonical_article(number)
-        except UsageError:
-            continue
+        article = canonical(m.group(1))
         compact = re.sub(r"\s+", " ", m.group(3).replace(".", "")).strip()  # "k.p." -> "kp"
         act = next((eli for code, eli in _CODE if code.match(compact) or code.match(compact.replace(" ", ""))), None)
         if (act, article) not in found:

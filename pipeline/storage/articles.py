@@ -3,7 +3,6 @@ an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from contextlib import closing
 
 import psycopg
@@ -13,7 +12,8 @@ from pipeline.storage import currency
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
-from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS
+# canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
+from pipeline.core.numbering import canonical_article
 
 
 
@@ -71,22 +71,6 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
         "GROUP BY eli ORDER BY min(valid_from) NULLS FIRST, eli", {"e": eli}).fetchall()
     listed = ", ".join(f"{e} version {lo}" if lo == hi else f"{e} versions {lo}-{hi}" for e, lo, hi in texts)
     return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
-
-
-def canonical_article(text: str) -> str:
-    """'art. 151¹' / 'Art. 151^1.' / '151^1' -> '151^1'; '22¹c' -> '22^1c'; '154 § 1 pkt 2' -> '154'."""
-    if not isinstance(text, str):  # 154 as a number: the caller's mistake, not a missing article
-        raise UsageError(f"an article number is a string such as '154' or '151^1', not {type(text).__name__}")
-    s = text.strip()
-    s = re.sub(r"^(art\.?|artykuł)\s*", "", s, flags=re.IGNORECASE)
-    # "154 § 1 pkt 2", "23 ust. 1": the unit a reader cites; the whole article is what is stored.
-    s = re.sub(r"\s*(§|ust\.|pkt|lit\.)\s*\S.*$", "", s, flags=re.IGNORECASE)
-    s = s.rstrip(".").replace(" ", "")
-    s = re.sub(f"([{SUPERSCRIPTS}]+)", lambda m: "^" + m.group(1).translate(SUPERSCRIPT_DIGITS), s)
-    if not re.fullmatch(r"\d+(\^\d+)?[a-z]{0,3}", s, flags=re.IGNORECASE):
-        # Malformed, like a malformed act id: the call is wrong (HTTP 400), not the article missing (404).
-        raise UsageError(f"{text!r} is not an article number (examples: 154, 151^1, 22^1c, 19a)")
-    return s.lower()
 
 
 @read_only

@@ -17,7 +17,7 @@ from lxml import etree
 
 from pipeline.sources.parse.articles import is_repealed, merge_versions
 from pipeline.sources.parse.model import Article, ParsedAct, ParseError
-from pipeline.core.numbering import sort_key, split_range
+from pipeline.core.numbering import LETTER, NUMBER, sort_key, split_range
 
 # Rendering skips these subtrees: footnote markers/tooltips, the footnote list, scripts.
 _SKIP_CLASSES = frozenset({"gloss-link", "gloss-section", "tooltip-text"})
@@ -26,14 +26,16 @@ _BLOCK_TAGS = frozenset(
     {"div", "p", "ul", "ol", "li", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "blockquote"}
 )
 _LABEL = re.compile(r"Art\.\s*(.+?)\s*\.?")
-_SUP_LETTERS = re.compile(r"\^(\d+)\^([a-ząćęłńóśźż]+)")  # 22<sup>1</sup><sup>a</sup> -> 22^1a
+_SUP_LETTERS = re.compile(rf"\^(\d+)\^({LETTER}+)")  # 22<sup>1</sup><sup>a</sup> -> 22^1a
 _CONSOLIDATED_TYPE = "obwieszczenie"
 _BREAK = "\x1e"  # a line break made by the markup; source newlines are plain whitespace
 _SPLIT = "\ue000"  # starts a line with an article label found in running text (private use: not whitespace)
-_EMBEDDED_LABEL = re.compile(r"Art\.\s*\d+[a-z]*\.")
+_EMBEDDED_LABEL = re.compile(rf"Art\.\s*{NUMBER}\.")
 _LETTERS = re.compile(r"[^\W\d_]+")
 _SHORT_WORDS = frozenset({"po", "do", "na", "we", "ze", "od", "ku"})  # words, not number suffixes
-_BOOKMARK_NUMBER = re.compile(r"_a(\d+[a-z]*)$")  # data-bookmark="_001_a536"
+# data-bookmark="_001_a536", "_002_z1_a95ł". One with "_" after the number is not read: it names a unit
+# ("_a3a_1": ust. 1 of art. 3a) or, alike, art. 3a^1.
+_BOOKMARK_NUMBER = re.compile(rf"_a(\d+{LETTER}*)$")
 
 
 def _classes(el: etree._Element) -> set[str]:

@@ -21,7 +21,7 @@ from pypdf.errors import PdfReadError, PyPdfError
 
 from pipeline.sources.parse.articles import is_repealed, merge_versions
 from pipeline.sources.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
-from pipeline.core.numbering import NUMBER, expand_range, split_range
+from pipeline.core.numbering import NUMBER, expand_range, is_canonical, split_range
 from pipeline.sources.parse.text import join_hyphenated, join_lines, normalize_spaces
 
 
@@ -370,7 +370,7 @@ def _repealed_unit_articles(text: str) -> list[str]:
         item = re.sub(r"^art\.\s*", "", item.strip())
         if span := split_range(item):
             numbers.extend(span)
-        elif re.match(rf"^{NUMBER}$", item):
+        elif is_canonical(item):
             numbers.append(item)
     return numbers
 
