@@ -75,6 +75,15 @@ def show(url: str, act: str, article: str) -> dict:
     return json.loads(result.stdout)
 
 
+def utc(value: Any) -> Any:
+    """``value`` with UTC times written one way: MCP (pydantic) writes "…Z" where the CLI writes "…+00:00"."""
+    if isinstance(value, dict):
+        return {k: utc(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [utc(v) for v in value]
+    return value.replace("+00:00", "Z") if isinstance(value, str) and value.endswith("+00:00") else value
+
+
 def error_line(result: Any) -> str:
     assert result.is_error, result
     text = result.content[0].text
@@ -136,7 +145,7 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
         assert (hit["version_no"], hit["valid_from"]) == (shown["version_no"], shown["valid_from"])
         assert " ".join(hit["text"].split())[:200] in " ".join(shown["text"].split())
         # The act's currency with every result (docs/how-it-works.md), the same record on both faces.
-        assert hit["currency"] == shown["currency"] and hit["currency_note"] == shown["currency"]["note"]
+        assert utc(hit["currency"]) == utc(shown["currency"]) and hit["currency_note"] == shown["currency"]["note"]
 
     # One schema for a hit: `pipeline search --json` gives what search_law gives, key for key and value for value.
     cli = run_cli("search", "urlop na żądanie pracownika", "--mode", "text", "-k", "3", "--json",
@@ -144,7 +153,7 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     assert cli.returncode == 0, cli.stderr
     cli_hits = json.loads(cli.stdout)
     assert [list(h) for h in cli_hits] == [list(h) for h in hits]
-    assert cli_hits == hits
+    assert utc(cli_hits) == utc(hits)
 
     hybrid = out["hybrid"]["hits"]
     assert len(hybrid) == 5 and {h["act"] for h in hybrid} == {KP}
@@ -160,7 +169,7 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     assert (article["act"], article["article"], article["version_no"], article["valid_from"]) == \
         (shown["act"], shown["article"], shown["version_no"], shown["valid_from"])
     assert article["heading_path"] == shown["heading_path"] and article["valid_to"] is None
-    assert article["currency"] == shown["currency"] and article["currency_note"].startswith(shown["act"])
+    assert utc(article["currency"]) == utc(shown["currency"]) and article["currency_note"].startswith(shown["act"])
     # One schema for an article: get_article's keys are show --json's ("eli" aside, kept one release) and its pages'.
     assert set(shown) - {"eli"} | {"offset", "total_chars", "next_offset"} == set(article)
     assert all(h["currency"] and h["currency_note"] for h in hybrid)

@@ -1,4 +1,4 @@
-"""`pipeline` command line: thin wiring over the library modules (fetch, parse, store, embed, search, answer)."""
+"""`pipeline` command line: parses options, calls one method of pipeline.Service, prints what it returns."""
 from __future__ import annotations
 
 import contextlib

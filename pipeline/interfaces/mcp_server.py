@@ -1,10 +1,10 @@
 """`pipeline mcp`: the product as a Model Context Protocol server (official SDK ``mcp`` 2.x).
 
-Tools call the library (search, articles, answer); this module only adapts them to MCP: typed
-parameters, structured results that carry the citation, one-line tool errors. One process keeps one
-database connection (reconnected when it breaks), the embedder, and the connection's Polish
-dictionary warm, so a call costs the query, not a cold start.
-"""
+Each tool calls one method of pipeline.Service and returns its record (pipeline.service.results);
+this module only adapts them to MCP: typed parameters, published schemas, one-line tool errors. One
+process keeps one service: its pool of connections (each call takes its own, reconnected when it
+breaks), the embedder and each connection's Polish dictionary warm, so a call costs the query, not a
+cold start."""
 from __future__ import annotations
 
 import datetime as dt

@@ -1,0 +1,1 @@
+"""retrieval: finding the articles: hybrid search in SQL, named articles, the refusal rule, evaluation on question files."""
