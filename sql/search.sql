@@ -603,7 +603,7 @@ $fn$;
 
 -- By name alone: the argument list is written once, above (the old overload is dropped first).
 COMMENT ON FUNCTION search_chunks IS
-    'Hybrid (RRF or convex) search over current or as-of article chunks; see README "Querying with SQL".';
+    'Hybrid (RRF or convex) search over current or as-of article chunks; see docs/sql.md.';
 
 DO $$
 BEGIN

@@ -1,4 +1,4 @@
-"""Settings read from the environment, in one place (the README's configuration table mirrors this)."""
+"""Settings read from the environment, in one place (docs/configuration.md's table mirrors this)."""
 from __future__ import annotations
 
 import math

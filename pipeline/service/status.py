@@ -184,7 +184,7 @@ def doctor(config: ChatConfig | None = None) -> list[dict[str, str]]:
             add("text search", "warn", "no 'polish' configuration", "run: pipeline db upgrade")
         else:
             add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
-                "install the dictionary files (README: docker-compose) and run: pipeline db upgrade")
+                "install the dictionary files (docs/operations.md: docker-compose) and run: pipeline db upgrade")
         if current:
             failing = conn.cursor(row_factory=dict_row).execute(
                 "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"

@@ -13,7 +13,7 @@ from pipeline.storage import db
 from pipeline.core.redact import redact_url
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
-# The public SQL interface (README "Querying with SQL"): idempotent files applied in this order after
+# The public SQL interface (docs/sql.md): idempotent files applied in this order after
 # the incremental revisions, as one step, whenever their content changes (pgai's incremental +
 # idempotent split). A revision never reads them: it runs its own frozen SQL.
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "search.sql")
@@ -222,8 +222,8 @@ def open_current() -> tuple[str, psycopg.Connection]:
     return url, db.connect(url)
 
 
-# What a reader may use: the documented views and functions (README: "Querying with SQL").
-# Every view of README's "Querying with SQL" table.
+# What a reader may use: the documented views and functions (docs/sql.md).
+# Every view of docs/sql.md's table.
 READER_VIEWS = ("current_versions", "current_articles", "version_articles", "current_chunks", "embedding_status",
                 "embedding_texts", "thesaurus", "act_currency", "current_acts", "lexeme_stats", "corpus_stats")
 READER_FUNCTIONS = (

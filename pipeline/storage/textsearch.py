@@ -6,7 +6,7 @@ files are generated at install time, never committed, and written to the server'
 ``share/tsearch_data``. Without them the configuration falls back to ``simple``.
 
 Setting up the same dictionary on the docker-compose ``pgvector/pgvector:pg17`` server
-(README text)::
+(docs/operations.md)::
 
     # write polish.dict, polish.affix and polish.stop into ./pg-tsearch
     python -m pipeline.storage.textsearch ./pg-tsearch
