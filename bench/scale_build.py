@@ -390,9 +390,7 @@ def generate_act(p: PlannedAct, src: Source, n: int, seed: int, cos: float) -> A
 
 
 def store_act(conn, p: PlannedAct, rows: ActRows, worker: int, gen_s: float) -> dict[str, float]:
-    """One act in one transaction, the way store.store_version writes a version (COPY)."""
-    from psycopg.types.json import Jsonb
-
+    """One act in one transaction, written by store.store_version's own steps (COPY)."""
     from pipeline.storage import store
 
     t: dict[str, float] = {"gen_s": gen_s}
@@ -401,27 +399,13 @@ def store_act(conn, p: PlannedAct, rows: ActRows, worker: int, gen_s: float) -> 
         t0 = time.perf_counter()
         store.upsert_act(conn, rows.meta)
         fmt, src_sha, text_sha, valid_from, n_art, n_chunks = rows.version
-        version_id = conn.execute(
-            "INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256, "
-            "valid_from, article_count, chunk_count, changes) VALUES (%s, 1, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "RETURNING version_id",
-            (eli, eli, fmt, src_sha, text_sha, valid_from, n_art, n_chunks, Jsonb({}))).fetchone()[0]
-        with conn.cursor().copy(
-            "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
-        ) as cp:
-            for a in rows.articles:
-                cp.write_row((version_id, *a))
-        ids = dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s",
-                                (version_id,)).fetchall())
+        version_id = store.insert_version(conn, eli, 1, eli, fmt, src_sha, text_sha, valid_from, n_art, n_chunks, {})
+        ids = store.copy_articles(conn, version_id, rows.articles)
         t1 = time.perf_counter()
-        with conn.cursor().copy(
-            "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, "
-            "content_sha256) FROM STDIN"
-        ) as cp:
-            for (ordinal, number, *_), parts in zip(rows.articles, rows.chunks):
-                for part_no, part_count, repealed, text, embed_text, sha in parts:
-                    cp.write_row((ids[ordinal], version_id, number, part_no, part_count, repealed, text,
-                                  embed_text, sha))
+        store.copy_chunks(conn, version_id, (
+            (ids[ordinal], number, part_no, part_count, repealed, text, embed_text, sha)
+            for (ordinal, number, *_), parts in zip(rows.articles, rows.chunks)
+            for part_no, part_count, repealed, text, embed_text, sha in parts))
         t2 = time.perf_counter()
         with conn.cursor().copy(
             "COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)"

@@ -173,30 +173,14 @@ def store_version(
         previous = latest["version_id"] if latest else _previous_text(conn, base_eli(meta), eli, valid_from(meta))
         changes = _changes(conn, previous, articles) if previous else {}
         version_no = (latest["version_no"] + 1) if latest else 1
-        version_id = conn.execute(
-            """
-            INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
-                                      valid_from, article_count, chunk_count, changes)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING version_id
-            """,
-            (eli, version_no, base_eli(meta), parsed.source_format, source_sha256, text_hash,
-             valid_from(meta), len(articles), n_chunks, Jsonb(changes)),
-        ).fetchone()[0]
-
-        with conn.cursor().copy(
-            "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
-        ) as copy:
-            for ordinal, a in enumerate(articles, start=1):
-                copy.write_row((version_id, ordinal, a.number, a.heading_path, a.repealed, a.text, _sha(a.text)))
-        ids = dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s", (version_id,)).fetchall())
-        with conn.cursor().copy(
-            "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, content_sha256) "
-            "FROM STDIN"
-        ) as copy:
-            for ordinal, (a, parts) in enumerate(zip(articles, chunks_by_article), start=1):
-                for c in parts:
-                    copy.write_row((ids[ordinal], version_id, c.article, c.part, c.part_count, a.repealed,
-                                    c.text, c.embed_text, c.content_sha256))
+        version_id = insert_version(conn, eli, version_no, base_eli(meta), parsed.source_format, source_sha256,
+                                    text_hash, valid_from(meta), len(articles), n_chunks, changes)
+        ids = copy_articles(conn, version_id, ((ordinal, a.number, a.heading_path, a.repealed, a.text, _sha(a.text))
+                                               for ordinal, a in enumerate(articles, start=1)))
+        copy_chunks(conn, version_id, ((ids[ordinal], c.article, c.part, c.part_count, a.repealed, c.text, c.embed_text,
+                                        c.content_sha256)
+                                       for ordinal, (a, parts) in enumerate(zip(articles, chunks_by_article), start=1)
+                                       for c in parts))
         chunk_ids = {(article_id, part): chunk_id for article_id, part, chunk_id in conn.execute(
             "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
         copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], c.embed_text, c.text)
@@ -205,6 +189,43 @@ def store_version(
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
     return StoredVersion(eli, "new", version_id, version_no, len(articles), n_chunks, changes, queued)
+
+
+def insert_version(conn: psycopg.Connection, eli: str, version_no: int, base: str, source_format: str | None,
+                   source_sha256: str, text_sha256: str, valid_from: dt.date | None, article_count: int,
+                   chunk_count: int, changes: dict[str, list[str]]) -> int:
+    """The act_versions row of a new version; its version_id."""
+    return conn.execute(
+        """
+        INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
+                                  valid_from, article_count, chunk_count, changes)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING version_id
+        """,
+        (eli, version_no, base, source_format, source_sha256, text_sha256, valid_from, article_count, chunk_count,
+         Jsonb(changes)),
+    ).fetchone()[0]
+
+
+def copy_articles(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> dict[int, int]:
+    """COPY a version's articles given as (ordinal, article, heading_path, repealed, text, text_sha256);
+    their article_id by ordinal."""
+    with conn.cursor().copy(
+        "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
+    ) as copy:
+        for row in rows:
+            copy.write_row((version_id, *row))
+    return dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s", (version_id,)).fetchall())
+
+
+def copy_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> None:
+    """COPY a version's chunks given as (article_id, article, part, part_count, repealed, text, embed_text,
+    content_sha256): the triggers on chunks keep the text search's statistics and postings."""
+    with conn.cursor().copy(
+        "COPY chunks (article_id, version_id, article, part, part_count, repealed, text, embed_text, content_sha256) "
+        "FROM STDIN"
+    ) as copy:
+        for article_id, *rest in rows:
+            copy.write_row((article_id, version_id, *rest))
 
 
 def copy_pieces(conn: psycopg.Connection, chunks: Iterable[tuple[int, str, str]]) -> int:
