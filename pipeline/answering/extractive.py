@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import re
 
-from pipeline.answering.answer import Answer, Fragment, cite, refusal
+from pipeline.answering.citations import cite
+from pipeline.answering.fragments import Answer, Fragment
+from pipeline.answering.prompts import refusal
+from pipeline.core.numbering import NUMBER
 from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
 
 EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
@@ -28,8 +31,9 @@ _BOUNDARY = re.compile(
 # Abbreviations of statutory citations ("Dz. U.", "Dz. Urz. UE", "str.", "z późn. zm.") and of common Polish.
 _ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|urz|str|zm|np|tj|m\.in|itp|późn|tzw)\.$",
                            re.IGNORECASE)
-_LABEL_ONLY = re.compile(r"^(?:Art\.\s*\d+[^\s.]*\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
-_ARTICLE_LABEL = re.compile(r"^Art\.\s*\d+[^\s.]*\.\s*")
+# A stored article begins with its label in canonical form ("Art. 3a^1.": pipeline.sources.parse.model).
+_LABEL_ONLY = re.compile(rf"^(?:Art\.\s*{NUMBER}\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
+_ARTICLE_LABEL = re.compile(rf"^Art\.\s*{NUMBER}\.\s*")
 _POINT = re.compile(r"^(?:\d+[a-z]*|[a-z])\)\s")
 _WORD = re.compile(r"[0-9]+(?:,[0-9]+)?|[^\W\d_]+")
 _STOPWORDS = {

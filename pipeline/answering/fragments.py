@@ -1,0 +1,35 @@
+"""What an answer is made of: the retrieved fragments it may quote, and the answer itself.
+
+Plain data, shared by the model's answer (pipeline.answering.chat), the offline one
+(pipeline.answering.extractive) and `pipeline ask` (pipeline.answering.answer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Fragment:
+    """One retrieved chunk of an article."""
+
+    act: str  # ELI id "DU/2025/277"
+    article: str  # canonical "151^1"
+    text: str
+    act_title: str | None = None
+    part: int = 1
+    score: float = 0.0  # fused score
+    similarity: float | None = None  # vector cosine similarity
+    currency: str | None = None  # the act's currency note (pipeline.storage.currency), told to the model
+    named: bool = False  # the question names this article (pipeline.retrieval.named_articles)
+
+
+@dataclass
+class Answer:
+    text: str
+    fragments: list[Fragment]
+    model: str | None  # None = offline, no model asked
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    refused: bool = False  # "not in the documents"
+    citations: list[tuple[str, str]] = field(default_factory=list)  # (act, article)
