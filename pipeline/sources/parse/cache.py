@@ -33,13 +33,20 @@ ENV = "PIPELINE_PARSE_CACHE"
 
 @cache
 def parser_fingerprint() -> str:
-    """sha256 of the parser's own code and of the PDF library it relies on."""
+    """sha256 of the parser's own code (PARSER_FILES) and of the PDF library it relies on."""
     import pypdf
 
     digest = hashlib.sha256(f"pypdf {pypdf.__version__}\n".encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+    for path in parser_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def parser_files() -> list[Path]:
+    """The code that shapes a parse: this package's modules and the article-number grammar they use
+    (core/numbering.py, outside the package since the stages were split)."""
+    here = Path(__file__).resolve().parent
+    return sorted(here.glob("*.py")) + [here.parent.parent / "core" / "numbering.py"]
 
 
 def cache_dir() -> Path | None:
