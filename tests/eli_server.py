@@ -13,11 +13,17 @@ overlay folder (same layout, e.g. under tmp_path) replace or add to the mirror's
 ``acts/search.json`` there is the answer to ``/acts/search`` (whatever the query)::
 
     server.overlay = tmp_path          # tmp_path/acts/DU/2025/277/meta.json now wins
+
+Without such a file, ``/acts/search`` filters the records (meta.json) of the overlay and the mirror as
+the real API does (title words case-insensitively, type, inForce=1, year, publisher; limit/offset
+paging) and answers ``{count, totalCount, offset, items, searchQuery}``; ``/acts/{publisher}/{year}``
+lists a year's records the same way.
 """
 from __future__ import annotations
 
 import json
 import re
+from urllib.parse import parse_qs
 import threading
 import time
 from collections import Counter, deque
@@ -29,6 +35,7 @@ from stand_in_http import StandInHandler
 
 _ROUTE = re.compile(r"/acts/(DU|MP)/(\d{4})/(\d{1,6})(?:/(text\.pdf|text\.html|struct|references))?")
 _SEARCH = "/acts/search"
+_YEAR = re.compile(r"/acts/(DU|MP)/(\d{4})")
 _FILES = {None: "meta.json", "text.pdf": "text.pdf", "text.html": "text.html",
           "struct": "struct.json", "references": "references.json"}
 _TYPES = {".json": "application/json", ".pdf": "application/pdf", ".html": "text/html; charset=utf-8"}
@@ -114,8 +121,13 @@ class _Handler(StandInHandler):
 
     def _resolve(self, path: str) -> tuple[bytes, str] | None:
         if path == _SEARCH:
-            found = self._file("acts/search.json")
-            return (found.read_bytes(), _TYPES[".json"]) if found else None
+            found = self._file("acts/search.json")  # a fixed answer, whatever the query
+            if found:
+                return found.read_bytes(), _TYPES[".json"]
+            return self._search(parse_qs(self.path.partition("?")[2])), _TYPES[".json"]
+        if year := _YEAR.fullmatch(path):
+            return self._search({"publisher": [year.group(1)], "year": [year.group(2)], "limit": ["100000"]}), \
+                _TYPES[".json"]
         m = _ROUTE.fullmatch(path)
         if m is None:
             return None
@@ -129,6 +141,35 @@ class _Handler(StandInHandler):
             if not json.loads(meta.read_bytes()).get("textHTML"):
                 return b"", _TYPES[".html"]
         return None
+
+    def _records(self) -> list[dict]:
+        """Every act record (meta.json) of the overlay and the mirror, the overlay's winning."""
+        found: dict[str, dict] = {}
+        for root in (self.server.mirror.root, self.server.mirror.overlay):
+            for meta in sorted(root.glob("acts/*/*/*/meta.json")) if root is not None else ():
+                record = json.loads(meta.read_bytes())
+                found[record.get("ELI") or "/".join(meta.parts[-4:-1])] = record
+        return sorted(found.values(), key=lambda r: (str(r.get("publisher")), int(r.get("year") or 0),
+                                                      int(r.get("pos") or 0)))
+
+    def _search(self, query: dict[str, list[str]]) -> bytes:
+        """/acts/search over the records: every title word in the title (case-insensitively), one of the
+        types, inForce=1, year, publisher; then limit/offset (the real API's default limit is 500)."""
+        one = {k: v[-1] for k, v in query.items()}
+        words = one.get("title", "").casefold().split()
+        types = {t.casefold() for t in query.get("type", [])}
+        items = [r for r in self._records()
+                 if all(w in str(r.get("title") or "").casefold() for w in words)
+                 and (not types or str(r.get("type")).casefold() in types)
+                 and (one.get("inForce") != "1" or r.get("inForce") == "IN_FORCE")
+                 and ("year" not in one or str(r.get("year")) == one["year"])
+                 and ("publisher" not in one or r.get("publisher") == one["publisher"])]
+        offset, limit = int(one.get("offset", 0)), int(one.get("limit", 500))
+        page = items[offset:offset + limit]
+        echo = {"title": one.get("title", ""), "type": sorted(types), "year": int(one.get("year", -1)),
+                "publisher": one.get("publisher", ""), "statusInForce": one.get("inForce") == "1"}
+        return json.dumps({"count": len(page), "totalCount": len(items), "offset": offset, "items": page,
+                           "searchQuery": echo}, ensure_ascii=False).encode()
 
     def _file(self, relative: str) -> Path | None:
         """The overlay's file when it has one, else the mirror's."""
