@@ -173,11 +173,34 @@ def conn(scratch_url):
     c.close()
 
 
+# The modules that take longest (seconds of one worker, measured on 2 cores), longest first. pytest-xdist
+# (--dist loadscope, --no-loadscope-reorder in pyproject) hands out whole modules in the order of the
+# collection: started first, they run while the many short modules fill the other worker, instead of
+# starting last and running alone at the end of the suite.
+LONGEST_MODULES = (
+    "test_ingest_mirror.py",  # the whole mirror ingested twice (~100 s)
+    "test_reliability_kill.py",  # 12 ingests killed with -9 and rerun (~70 s)
+    "test_reliability.py",  # HTTP faults and bad files, ~40 CLI runs (~90 s)
+    "test_ingest.py",
+    "test_reliability_kill_embed.py",  # 9 killed ingests with embedding (~45 s)
+    "test_embed_queue.py",
+    "test_reliability_deps.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The real model's corpus costs minutes of CPU: whoever asks for it is in the slow set.
     for item in items:
         if "corpus_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    # Longest modules first, then the others with the most tests first (pytest-xdist's own order);
+    # a module's tests keep their order (some run in order on one database).
+    per_module: dict[str, int] = {}
+    for item in items:
+        per_module[item.path.name] = per_module.get(item.path.name, 0) + 1
+    rank = {name: i for i, name in enumerate(LONGEST_MODULES)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -per_module[item.path.name],
+                                 str(item.path)))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,43 @@
+"""Reliability: kill -9 at many points of an ingest that embeds through the Ollama stand-in, then a
+rerun and `pipeline embed`.
+"""
+from __future__ import annotations
+
+import pytest
+from conftest import require_mirror
+from ollama_stand_in import OllamaStandIn
+from reliability_helpers import HTML_ACT_2, HTML_ACT_3, kill_run, write_notes
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_notes():
+    yield
+    write_notes()
+
+
+# --- 3. kill -9 at many points, then a rerun (with embedding) ---------------------------------------
+
+EMBED_KILL_ACTS = (HTML_ACT_2, HTML_ACT_3)
+# Kill points as in test_reliability_kill.py; here the embedding phase too.
+EMBED_KILL_POINTS = [
+    ("after", 0.3), ("line", "DU/2024/1513: parsing HTML", 0.1), ("sql", "COPY chunks"),
+    ("line", "[2/2]", 0.1), ("sql", "COPY chunks", "[2/2]"), ("line", "embedding (bge-m3)", 0.0),
+    ("sql", "COPY embeddings"),
+    ("line", "embedding (bge-m3)", 0.4), ("line", "embedding (bge-m3)", 0.9),
+]
+
+
+@pytest.mark.slow  # 10 ingest runs killed, rerun and drained
+def test_kill_9_during_ingest_with_embedding_then_rerun_and_embed_complete(scratch_url: str) -> None:
+    require_mirror()
+    with OllamaStandIn({"bge-m3": 1024}) as ollama:
+        env = {"DATABASE_URL": scratch_url, "EMBED_BACKEND": "ollama", "OLLAMA_URL": ollama.url,
+               "EMBED_MODEL": "bge-m3", "EMBED_BATCH_SIZE": "8"}
+
+        def slow_down(on: bool) -> None:
+            # A batch of the killed run takes a moment, so kills also land inside the drain; the
+            # reference run and the reruns are checked for what they store, and need no delay.
+            ollama.delay = 0.05 if on else 0.0
+
+        kill_run(scratch_url, EMBED_KILL_ACTS, env, EMBED_KILL_POINTS, "embedding via Ollama stand-in", "bge-m3",
+                 slow_down)
