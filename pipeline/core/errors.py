@@ -38,6 +38,14 @@ class ActNotInApi(FetchError):
     """The ELI API answers 404 for the act's record: no such act is published there."""
 
 
+class NoActFound(PipelineError, LookupError):
+    """No act's title matches what was searched for (pipeline find, ingest --title)."""
+
+
+class AmbiguousTitle(PipelineError, LookupError):
+    """A title matches more than one act; the message names them (ingest --title)."""
+
+
 class ParseError(PipelineError, ValueError):
     """The document cannot be turned into articles (corrupt, encrypted, no articles)."""
 

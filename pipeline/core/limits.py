@@ -24,6 +24,14 @@ DEFAULT_MAX_CHARS = 1200
 DEFAULT_OVERLAP = 200
 MIN_CHARS = 200  # smaller parts would be mostly context header and overlap
 
+# pipeline find / ingest --title: acts listed by default and at most; records asked of /acts/search per
+# request (the API's own default page) and at most for one bulk ingest (a year of Dz.U. is ~2 000).
+FIND_LIMIT = 20
+MAX_FIND_LIMIT = 500
+SEARCH_PAGE = 500
+MAX_BULK_RECORDS = 5000
+FIND_PUBLISHERS = ("DU", "MP")
+
 MODES = ("hybrid", "vector", "text", "sparse")  # the arms a search ranks with (sql/search.sql)
 FUSIONS = ("rrf", "convex")  # how hybrid search mixes the arms' scores (sql/search.sql)
 

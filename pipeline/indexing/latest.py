@@ -60,8 +60,13 @@ def resolve_newest(client: EliClient, act: str, *, meta: dict | None = None) -> 
         candidates, via = [parse_act_id(str(r["ELI"])) for r in records if store.base_eli(r) == base], "search"
     if not candidates:
         return Resolution(str(aid), base, str(aid), "none")
+    return Resolution(str(aid), base, str(newest_of(candidates)), via)
+
+
+def newest_of(candidates: list[ActId]) -> ActId:
+    """The newest of one act's consolidated texts (pipeline find uses it on those a search found)."""
     # Consolidated texts are numbered in the order of publication: the highest is the newest.
-    return Resolution(str(aid), base, str(max(candidates)), via)
+    return max(candidates)
 
 
 def ingest_latest(

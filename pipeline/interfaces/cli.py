@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from pipeline.core import __version__, json_default
-from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FUSIONS, MAX_K, MIN_CHARS, MODES
+from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FIND_LIMIT, FUSIONS, MAX_FIND_LIMIT, MAX_K, MIN_CHARS, MODES
 from pipeline.core.errors import PipelineError, UsageError, one_line
 
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
@@ -218,22 +218,57 @@ def db_stop() -> None:
               help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
 @click.option("--jobs", type=click.IntRange(1, 64), metavar="N",
               help="Processes parsing the next acts ahead, for --source/--offline [default: CPUs, at most 4].")
+@click.option("--title", help="The act whose title this is (its newest consolidated text); with --all: every act "
+                              "whose title has these words.")
+@click.option("--type", "act_type", metavar="TYPE", help="With --title/--year: only acts of this type (Ustawa …).")
+@click.option("--in-force", is_flag=True, help="With --title/--year: only acts in force.")
+@click.option("--year", type=click.IntRange(1918, 2100), help="With --title, or --all: only acts of this year.")
+@click.option("--original", is_flag=True, help="With --title: the act as enacted, not its newest consolidated text.")
+@click.option("--dry-run", is_flag=True, help="With --title/--year: list what would be fetched, fetch nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
 def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, source: Path | None,
                offline: bool, archive_dir: Path | None, no_embed: bool, chunk_chars: int | None,
-               latest: bool, jobs: int | None, as_json: bool) -> None:
+               latest: bool, jobs: int | None, title: str | None, act_type: str | None, in_force: bool,
+               year: int | None, original: bool, dry_run: bool, as_json: bool) -> None:
     """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
 
     \b
     pipeline ingest --act DU/2025/277
+    pipeline ingest --title "Kodeks pracy"     # its newest consolidated text
+    pipeline ingest --all --title "ochronie danych" --type Ustawa --in-force --dry-run
+    pipeline ingest --all --year 2026 --type Ustawa
     pipeline ingest --source ../shared/eli --all
     pipeline ingest ./D20250277.pdf            # act id from the file name
     pipeline ingest text.html --act DU/2024/581
+
+    A search ingest run again skips the texts already stored without asking the API for them, so an
+    interrupted one resumes where it stopped.
     """
+    from pipeline.service import ActQuery
+
+    by_title = title is not None or (all_acts and year is not None)
+    if not by_title and (act_type or in_force or year is not None or original or dry_run):
+        raise click.UsageError("--type, --in-force, --year, --original and --dry-run go with --title "
+                               "(or --all --year)")
+    query = ActQuery(title or "", act_type, in_force, year) if by_title else None
+    if dry_run:
+        picks = _service().ingest_plan(query, every=all_acts, original=original,
+                                       progress=None if as_json else lambda m: click.echo(f"  {m}", err=True))
+        if as_json:
+            _emit_json(picks)
+            return
+        for p in picks:
+            what = p["target"] if p["target"] == p["act"] else f"{p['target']} (newest consolidated text of {p['act']})"
+            line = f"skip  {p['skip']}" if p["skip"] else f"fetch {what}  {_snippet(p['title'] or '', 70)}"
+            click.echo(line)
+        fetched = sum(p["skip"] is None for p in picks)
+        click.echo(f"{fetched} act(s) would be fetched, {len(picks) - fetched} skipped (dry run: nothing fetched)",
+                   err=True)
+        return
     report = _service().ingest(
         acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline, archive_dir=archive_dir,
-        embed=not no_embed, chunk_chars=chunk_chars, latest=latest, jobs=jobs,
+        embed=not no_embed, chunk_chars=chunk_chars, latest=latest, jobs=jobs, query=query, original=original,
         on_start=None if as_json else lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True),
         on_result=None if as_json else _report,
         progress=None if as_json else lambda m: click.echo(f"  {m}", err=True),
@@ -243,7 +278,8 @@ def ingest_cmd(paths: tuple[Path, ...], acts: tuple[str, ...], all_acts: bool, s
         _emit_json(report.to_dict())
     else:
         click.echo(f"{len(report.acts)} act(s): {report.new} new version(s), {report.unchanged} unchanged, "
-                   f"{report.failed} failed" + (f", {report.skipped} skipped (no text)" if report.skipped else "")
+                   f"{report.failed} failed" + (f", {report.skipped} skipped ({'stored or ' if query else ''}no text)"
+                                             if report.skipped else "")
                    + f"; {report.embedded} embedding(s) computed"
                    + (f"; {report.waiting} text(s){'' if no_embed else ' of other acts'} wait for `pipeline embed`"
                       if report.waiting else ""),
@@ -604,6 +640,57 @@ def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> No
                    f"login with SET ROLE {role}", err=True)
 
 
+# --- find: acts by title -----------------------------------------------------------------------------
+
+@main.command("find")
+@click.argument("title", required=False, default="")
+@click.option("--type", "act_type", metavar="TYPE", help="Only acts of this type: Ustawa, Rozporządzenie, Obwieszczenie …")
+@click.option("--in-force", is_flag=True, help="Only acts in force.")
+@click.option("--year", type=click.IntRange(1918, 2100), help="Only acts of this year (of their Dz.U. position).")
+@click.option("--publisher", type=click.Choice(["DU", "MP"]), default="DU", show_default=True,
+              help="Dziennik Ustaw or Monitor Polski.")
+@click.option("--limit", type=click.IntRange(1, MAX_FIND_LIMIT), default=FIND_LIMIT, show_default=True,
+              help="The most acts listed.")
+@click.option("--offline", is_flag=True, help="Search the stored acts, not the ELI API.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
+@friendly
+def find_cmd(title: str, act_type: str | None, in_force: bool, year: int | None, publisher: str, limit: int,
+             offline: bool, as_json: bool) -> None:
+    """Find acts by words of their title in the ELI API: id, type, status, date, the newest consolidated
+    text, and whether it is stored (*).
+
+    \b
+    pipeline find "kodeks pracy"
+    pipeline find "ochronie danych" --type Ustawa --in-force
+    pipeline find --year 2026 --type Ustawa --json
+    pipeline find kodeks --offline          # what is stored
+
+    Then: pipeline ingest --title "Kodeks pracy" (its newest consolidated text).
+    """
+    from pipeline.service import ActQuery
+
+    found = _service().find(ActQuery(title, act_type, in_force, year, publisher), limit=limit, offline=offline)
+    if as_json:
+        _emit_json(found.to_dict())
+        if not found.acts:
+            sys.exit(1)  # as grep: no match is a failure a script can test
+        return
+    for w in found.warnings:
+        _warn(w)
+    if not found.acts:
+        raise click.ClickException(f"no act {'stored' if offline else 'in the ELI API'} has "
+                                   f"{found.query.describe()}")
+    click.echo(f"{'':1} {'act':<13} {'type':<14} {'date':<10} {'in force':<12} {'newest text':<13}  title")
+    for a in found.acts:
+        newest = a["newest"] or ("-" if a["has_text"] is not False else "(no text)")
+        click.echo(f"{'*' if a['stored'] else ' ':1} {a['act']:<13} {_snippet(a['act_type'] or '-', 14):<14} "
+                   f"{a['announcement_date'] or '-':<10} {a['in_force'] or '-':<12} {newest:<13}  "
+                   f"{_snippet(a['title'] or '-', 80)}")
+    shown = f"{len(found.acts)} act(s)" + (f" of {found.total} matching record(s)" if found.source == "api" else "")
+    click.echo(f"{shown}; * stored" + ("" if offline else "; pipeline ingest --title TITLE ingests the newest text"),
+               err=True)
+
+
 # --- currency: acts / sync -------------------------------------------------------------------------
 
 @main.command("acts")
@@ -720,3 +807,22 @@ def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
     if not http and (host or port):
         raise click.UsageError("--host and --port need --http (stdio is the default transport)")
     serve(http=http, host=host or "127.0.0.1", port=port or 8000)
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every interface; the page has no login).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port.")
+@friendly
+def serve_cmd(host: str, port: int) -> None:
+    """Serve the web page: search and ask, articles with their versions, the stored acts (read-only).
+
+    \b
+    pipeline serve                 -> http://127.0.0.1:8000/
+    Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*); docs/web.md.
+    """
+    from pipeline.interfaces.web import serve
+
+    serve(host=host, port=port)

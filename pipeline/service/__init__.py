@@ -13,9 +13,10 @@ opens a connection or re-states a rule.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ import psycopg
 from pipeline.answering.answer import Asked, ChatConfig, Fragment, answer_question
 from pipeline.core.config import Settings, settings
 from pipeline.core.errors import EvalError, UsageError, one_line
-from pipeline.indexing import batch, embed, sync
+from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT
+from pipeline.indexing import batch, embed, find, sync
 from pipeline.indexing.batch import IngestReport
 from pipeline.indexing.embed import EmbedRun, ProgressFactory
 from pipeline.indexing.embedders import Embedder, configured_model, embedder_from_env
+from pipeline.indexing.find import ActQuery, Pick
 from pipeline.indexing.ingest import IngestResult
 from pipeline.indexing.sync import SyncReport, SyncResult
 from pipeline.retrieval import evaluate
@@ -36,11 +39,11 @@ from pipeline.retrieval.refusal import search_warning
 from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_currency
 from pipeline.service import status as health
 from pipeline.service.pool import ConnectionPool
-from pipeline.service.results import act_record, article_record, hit_record
+from pipeline.service.results import act_record, article_record, found_act_record, hit_record, pick_record
 from pipeline.sources.fetch import EliClient
 from pipeline.storage import articles, currency, db, schema, store
 
-__all__ = ["Found", "Service"]
+__all__ = ["ActQuery", "Found", "FoundActs", "Service"]
 
 
 @dataclass
@@ -62,6 +65,24 @@ class Found:
     def to_dict(self) -> dict:
         return {"query": self.query, "mode": self.mode, "as_of": self.as_of, "acts": self.acts,
                 "hits": self.records(), "warnings": self.warnings}
+
+
+@dataclass
+class FoundActs:
+    """`pipeline find`'s result: the acts whose title matches, from the API or (``source`` "stored") the
+    database; ``total``: the records that match, before consolidated texts are put under their act."""
+
+    query: ActQuery
+    source: str
+    total: int
+    acts: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        q = self.query
+        return {"query": {"title": q.title, "act_type": q.act_type, "in_force": q.in_force, "year": q.year,
+                          "publisher": q.publisher},
+                "source": self.source, "total": self.total, "acts": self.acts, "warnings": self.warnings}
 
 
 class Service:
@@ -180,6 +201,47 @@ class Service:
 
         return self.pool.run(run)
 
+    def find(self, query: ActQuery, *, limit: int = FIND_LIMIT, offline: bool = False,
+             client: EliClient | None = None) -> FoundActs:
+        """Acts whose title has the words of ``query`` (with its filters), from /acts/search (or, ``offline``,
+        the stored acts): each with its newest consolidated text, and whether it is stored
+        (:func:`results.found_act_record`). ``client``: None for one to ELI_API_URL."""
+        query = query.check()
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_FIND_LIMIT:
+            raise UsageError(f"limit must be a whole number from 1 to {MAX_FIND_LIMIT}", param="--limit")
+        if offline:
+            found = self.pool.run(lambda conn: find.find_stored(conn, query, limit=limit))
+        else:
+            with _client(client) as eli:
+                found = self.pool.run(lambda conn: find.find_in_api(conn, eli, query, limit=limit))
+        return FoundActs(query, found.source, found.total, [found_act_record(a) for a in found.acts],
+                         found.warnings)
+
+    def ingest_plan(self, query: ActQuery, *, every: bool = False, original: bool = False,
+                    client: EliClient | None = None,
+                    progress: Callable[[str], None] | None = None) -> list[dict]:
+        """What an ingest by title fetches (:func:`results.pick_record`): the one act the title names
+        (``every`` False: NoActFound, AmbiguousTitle, IngestError when it has no text) or every act the
+        search matches; by default each act's newest consolidated text, ``original``: the act as enacted."""
+        return [pick_record(p) for p in self._picks(query, every=every, original=original, client=client,
+                                                   progress=progress)]
+
+    def _picks(self, query: ActQuery, *, every: bool, original: bool, client: EliClient | None,
+               progress: Callable[[str], None] | None) -> list[Pick]:
+        query = query.check()
+        if not every and not query.title:
+            raise UsageError("--title names the act to ingest (--year alone needs --all)", param="--title")
+        with _client(client) as eli:
+            if every:
+                return self.pool.run(lambda conn: find.plan_all(conn, eli, query, original=original,
+                                                                progress=progress))
+            found = find.one_act(eli, query)
+            if not original:
+                find.resolve(eli, found)
+            chosen = find.pick(found, original=original)
+            find.check_text(eli, chosen)
+            return [chosen]
+
     # --- changing what is stored ------------------------------------------------------------------
 
     def remove(self, act: str) -> store.Removed:
@@ -190,25 +252,62 @@ class Service:
     def ingest(self, *, acts: Sequence[str] = (), paths: Sequence[Path] = (), all_acts: bool = False,
                source: Path | None = None, offline: bool = False, archive_dir: Path | None = None,
                embed: bool = True, chunk_chars: int | None = None, latest: bool = False, jobs: int | None = None,
+               query: ActQuery | None = None, original: bool = False,
                on_start: Callable[[int, int, str], None] | None = None,
                on_result: Callable[[IngestResult], None] | None = None,
                progress: Callable[[str], None] | None = None,
                embed_progress: ProgressFactory | None = None) -> IngestReport:
         """Ingest acts by id (from the API, ``source`` or the archive) or local files, then embed what
         is new (pipeline.indexing.batch). Bad arguments raise UsageError before anything runs; an act
-        that fails is a "failed" result and the others still run."""
+        that fails is a "failed" result and the others still run.
+
+        ``query``: acts by title (:meth:`ingest_plan`): the one act it names, or with ``all_acts`` every
+        act it matches, each as its newest consolidated text (``original``: as enacted); a text already
+        stored is skipped without a request, so a bulk ingest run again resumes where it stopped."""
+        skipped: list[IngestResult] = []
+        asked: dict[str, str] = {}  # target -> the act found, where they differ
+        if query is not None:
+            if acts or paths or source is not None or offline or latest:
+                raise UsageError("--title/--year find acts in the ELI API: no --act, files, --source, --offline "
+                                 "or --latest with them")
+            picks = self._picks(query, every=all_acts, original=original, client=None, progress=progress)
+            acts = [p.target for p in picks if p.skip is None]
+            skipped = [IngestResult(act=p.target, status="skipped", warnings=[p.skip]) for p in picks if p.skip]
+            asked = {p.target: p.act for p in picks if p.target != p.act}
+            all_acts = False
+            for r in skipped:
+                if on_result:
+                    on_result(r)
+            if not acts:
+                return IngestReport(skipped)
+        elif original:
+            raise UsageError("--original goes with --title (an --act id is ingested as named)", param="--original")
         todo = batch.plan(acts=acts, paths=paths, all_acts=all_acts, source=source, offline=offline,
                           archive_dir=archive_dir or self.settings.archive_dir, latest=latest)
+        if skipped:
+            todo.skipped.extend(skipped)
+        if asked:
+            told = on_result
+
+            def on_result(r: IngestResult) -> None:  # as --latest says it: what was asked for, what came
+                if r.act in asked:
+                    r.resolved_from = asked[r.act]
+                if told:
+                    told(r)
         embedder = self.embedder() if embed else None
         # Without embedding now, the texts still join the configured model's queue: `pipeline embed`
         # drains it later, and status, doctor and search can see what has no vector yet.
         model = embedder.name if embedder else configured_model()
         url = self.database_url()
         with self.pool.connection() as conn:
-            return batch.ingest_many(conn, url, todo, embedder=embedder, model=model,
-                                     max_chars=chunk_chars or self.settings.chunk_chars,
-                                     overlap=self.settings.chunk_overlap, jobs=jobs, on_start=on_start,
-                                     on_result=on_result, progress=progress, embed_progress=embed_progress)
+            report = batch.ingest_many(conn, url, todo, embedder=embedder, model=model,
+                                       max_chars=chunk_chars or self.settings.chunk_chars,
+                                       overlap=self.settings.chunk_overlap, jobs=jobs, on_start=on_start,
+                                       on_result=on_result, progress=progress, embed_progress=embed_progress)
+        for r in report.acts:
+            if r.act in asked:
+                r.resolved_from = asked[r.act]
+        return report
 
     def sync(self, *, archive_dir: Path | None = None, embed: bool = True, restart: bool = False,
              progress: Callable[[str], None] | None = None, on_result: Callable[[SyncResult], None] | None = None,
@@ -288,3 +387,13 @@ class Service:
         """Stop the embedded server (True: it was running)."""
         self.pool.close()
         return db.stop()
+
+
+@contextlib.contextmanager
+def _client(client: EliClient | None) -> Iterator[EliClient]:
+    """The caller's client, or one of our own (ELI_API_URL) closed after use."""
+    if client is not None:
+        yield client
+        return
+    with EliClient() as own:
+        yield own

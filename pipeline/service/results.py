@@ -12,6 +12,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from pipeline.answering.answer import cite
+from pipeline.indexing.find import ActFound, Pick
 from pipeline.retrieval.search import Hit
 from pipeline.storage.currency import Currency
 
@@ -84,6 +85,38 @@ class ActRecord(TypedDict):
     versions: list[VersionRecord]
     currency: dict | None
     currency_note: str | None
+
+
+class FoundActRecord(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    act: str  # the act found (a consolidated text is listed under its base act)
+    title: str | None
+    act_type: str | None
+    status: str | None
+    in_force: str | None
+    announcement_date: str | None  # the act's date ("z dnia …")
+    display_address: str | None  # "Dz.U. 1974 nr 24 poz. 141"
+    has_text: bool | None  # its record lists a text (null: the API has no record of it)
+    newest: str | None  # its newest consolidated text (null: none)
+    matched: list[str]  # the records of the search listed under this act
+    stored: bool
+    stored_act: str | None  # the stored text search and show use now
+
+
+class PickRecord(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    act: str
+    title: str | None
+    target: str  # what ingest fetches: the newest consolidated text, or the act itself
+    skip: str | None  # why it is not fetched (already stored, metadata only …)
+
+
+def found_act_record(found: ActFound) -> FoundActRecord:
+    return found.to_dict()  # type: ignore[return-value]
+
+
+def pick_record(chosen: Pick) -> PickRecord:
+    return chosen.to_dict()  # type: ignore[return-value]
 
 
 def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
