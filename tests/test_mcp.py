@@ -94,13 +94,17 @@ def error_line(result: Any) -> str:
 # --- stdio ----------------------------------------------------------------------------------------
 
 
-def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, ollama):
+def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, ollama, server):
     async def session() -> dict:
         out: dict = {}
         # The floor set between the stand-in vectors' similarities of an on-topic and an off-topic question.
-        async with Client(stdio(server_env(mcp_url, ollama, ANSWER_MIN_SIMILARITY="0.3"))) as client:
+        env = server_env(mcp_url, ollama, ANSWER_MIN_SIMILARITY="0.3", ELI_API_URL=server.url)
+        async with Client(stdio(env)) as client:
             out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
             out["acts"] = (await client.call_tool("list_acts", {})).structured_content
+            out["found"] = (await client.call_tool("find_acts", {"title": "kodeks pracy"})).structured_content
+            out["found_stored"] = (await client.call_tool("find_acts", {"title": "pacjenta", "stored": True})
+                                   ).structured_content
             out["text"] = (await client.call_tool("search_law", {"query": "urlop na żądanie pracownika",
                                                                  "mode": "text", "k": 3})).structured_content
             out["hybrid"] = (await client.call_tool("search_law", {"query": "Ile dni urlopu na żądanie?",
@@ -123,9 +127,14 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
 
     out = anyio.run(session)
     # Without an answer model the answer tool is not offered.
-    assert set(out["tools"]) == {"search_law", "get_article", "list_acts"}
+    assert set(out["tools"]) == {"search_law", "get_article", "list_acts", "find_acts"}
     for tool in out["tools"].values():
         assert tool.output_schema and tool.description
+    # find_acts: the API through the stand-in (the Labour Code under its base act, stored), and the database.
+    labour = out["found"]["acts"][0]
+    assert (labour["act"], labour["newest"], labour["stored"], labour["stored_act"]) == ("DU/1974/141", KP, True, KP)
+    assert out["found_stored"]["source"] == "stored" and [a["act"] for a in out["found_stored"]["acts"]] == [PATIENT]
+    assert out["tools"]["find_acts"].annotations.read_only_hint is True
     assert "Use it" in out["tools"]["search_law"].description and "Wyszukaj" in out["tools"]["search_law"].description
 
     acts = {a["act"]: a for a in out["acts"]["acts"]}
@@ -352,7 +361,7 @@ def test_http_transport_with_the_answer_tool(mcp_url, ollama):
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    assert out["tools"] == {"search_law", "get_article", "list_acts", "answer"}
+    assert out["tools"] == {"search_law", "get_article", "list_acts", "find_acts", "answer"}
     assert not out["article"].is_error and out["article"].structured_content["article"] == "154"
     assert out["answered_first"] is False
     answer = out["answer"].structured_content

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from pipeline.core.act_id import parse_act_id
-from pipeline.core.errors import ActNotInApi, AmbiguousTitle, FetchError, IngestError, NoActFound, UsageError
+from pipeline.core.errors import ActNotInApi, AmbiguousTitle, FetchError, NoActFound, UsageError
 from pipeline.core.limits import FIND_PUBLISHERS, MAX_BULK_RECORDS, SEARCH_PAGE
 from pipeline.indexing.latest import CONSOLIDATED_TEXTS, _short_title, newest_of, resolve_newest
 from pipeline.sources.fetch import EliClient
@@ -298,15 +298,20 @@ def pick(found: ActFound, *, original: bool) -> Pick:
     return chosen
 
 
-def check_text(client: EliClient, chosen: Pick) -> None:
-    """ingest --title: one clear line now, rather than a failed ingest, when the target has no text."""
-    if chosen.skip:
-        raise IngestError(chosen.skip + ("" if chosen.target == chosen.act else
-                                         f" (newest consolidated text of {chosen.act}; --original takes the act)"))
-    record: dict[str, Any] = client.meta(chosen.target)
-    if not (record.get("textHTML") or record.get("textPDF")):
-        hint = "" if chosen.target == chosen.act else f" (newest consolidated text of {chosen.act}; --original takes the act)"
-        raise IngestError(f"{chosen.target} has metadata only in the ELI API: no text to ingest{hint}")
+def check_text(client: EliClient, chosen: Pick) -> Pick:
+    """ingest --title: ``skip`` says, before any download, when the target has no text to ingest."""
+    hint = "" if chosen.target == chosen.act else f" (newest consolidated text of {chosen.act}; --original takes the act)"
+    if chosen.skip is None:
+        try:
+            record: dict[str, Any] = client.meta(chosen.target)
+        except ActNotInApi as exc:
+            chosen.skip = str(exc)
+        else:
+            if not (record.get("textHTML") or record.get("textPDF")):
+                chosen.skip = f"{chosen.target} has metadata only in the ELI API: no text to ingest"
+    if chosen.skip and hint not in chosen.skip:
+        chosen.skip += hint
+    return chosen
 
 
 def plan_all(conn: psycopg.Connection, client: EliClient, query: ActQuery, *, original: bool,

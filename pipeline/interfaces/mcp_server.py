@@ -29,9 +29,9 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from pipeline.core import __version__
 from pipeline.core.errors import ConfigError, PipelineError, one_line
-from pipeline.core.limits import MAX_K, MODES, check_question
-from pipeline.service import Service
-from pipeline.service.results import ActRecord, ArticleRecord, HitRecord, _OPEN
+from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, MAX_K, MODES, check_question
+from pipeline.service import ActQuery, Service
+from pipeline.service.results import ActRecord, ArticleRecord, FoundActRecord, HitRecord, _OPEN
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,36 @@ class ArticleResult(ArticleRecord):
     next_offset: int | None  # call again with this offset for the rest; null: nothing left
 
 
+class TextSide(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    act: str
+    version_no: int
+    valid_from: dt.date | None
+
+
+class DiffOp(TypedDict):
+    op: Literal["equal", "delete", "insert"]
+    text: str
+
+
+# "from" is a keyword: the functional form.
+ArticleDiff = TypedDict("ArticleDiff", {"act": str, "article": str, "from": TextSide, "to": TextSide,
+                                        "unchanged": bool, "note": "str | None", "ops": list[DiffOp]})
+ArticleDiff.__pydantic_config__ = _OPEN  # type: ignore[attr-defined]
+
+
 class ActsResult(TypedDict):
     __pydantic_config__ = _OPEN  # type: ignore[misc]
     acts: list[ActRecord]
+
+
+class FindActsResult(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    query: dict
+    source: str  # "api": the ELI API; "stored": the database
+    total: int
+    acts: list[FoundActRecord]
+    warnings: list[str]
 
 
 class CitedArticle(TypedDict):
@@ -175,12 +202,26 @@ its chapter headings, whether it is repealed (uchylony), the version and validit
 Use it to quote or check an article found by search_law or named by the user ("art. 154 Kodeksu
 pracy" -> act DU/2025/277, article "154"; superscripts as 151^1 or 151¹). `as_of` (YYYY-MM-DD):
 the text in force on that date; `version`: a stored version of `act`. Long articles come in pages:
-when `next_offset` is not null, call again with offset=next_offset."""
+when `next_offset` is not null, call again with offset=next_offset. With the text come its legal
+context: `references` (the provisions it cites: act, article, unit), `referenced_by` (the stored
+articles citing it) and `definitions` (the act's definitions of terms it uses): read them too."""
+
+COMPARE_DESCRIPTION = """Porównaj brzmienie artykułu w dwóch tekstach aktu. How one article's wording changed between two
+stored texts of its act: each text's id, version and date, `unchanged`, and the word diff as `ops`
+([{op: equal|delete|insert, text}]). `to_date`: the text in force on that date (default: the
+newest); `from_date`: the older one (default: the stored text before it)."""
 
 LIST_ACTS_DESCRIPTION = """\
 Lista aktów prawnych w bazie. List the acts that are stored: ELI id, title, type, status, the
 current text's version and date, article count and every stored version. Use it to learn which
 acts can be searched or cited, and their ids for search_law(acts=...) and get_article."""
+
+FIND_ACTS_DESCRIPTION = """\
+Znajdź akty po tytule w API ELI Sejmu. Find Polish acts by words of their title in the Sejm ELI API
+(stored=true: only the acts stored here): ELI id, title, type, status, in force, date, the newest
+consolidated text (tekst jednolity) of the act, and whether it is stored (`stored`, `stored_act`).
+Use it to learn an act's id ("Kodeks pracy" -> DU/1974/141, newest text DU/2025/277) or whether it
+can be searched. It only reads: adding an act is the operator's `pipeline ingest --title`."""
 
 ANSWER_DESCRIPTION = """\
 Odpowiedz na pytanie prawne z cytatami, modelem skonfigurowanym w pipeline. Answer a legal
@@ -245,11 +286,38 @@ def build_server(service: Service) -> MCPServer:
         return {**found, "text": text[offset:end], "offset": offset, "total_chars": len(text),  # type: ignore[typeddict-item]
                 "next_offset": end if end < len(text) else None}
 
+    @server.tool(name="compare_versions", title="Zmiany artykułu / how an article changed",
+                 description=COMPARE_DESCRIPTION, annotations=READS_STORED_LAW)
+    def compare_versions(
+        act: Annotated[str, Field(description="ELI id, e.g. DU/2025/277")],
+        article: Annotated[str, Field(description="article number: 154, 151^1")],
+        from_date: Annotated[dt.date | None, Field(description="the older text: in force on this date")] = None,
+        to_date: Annotated[dt.date | None, Field(description="the newer text: in force on this date")] = None,
+    ) -> ArticleDiff:
+        with _as_tool_error():
+            return service.diff(act, article, from_date=from_date, to_date=to_date)  # type: ignore[return-value]
+
     @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION,
                  annotations=READS_STORED_LAW)
     def list_stored_acts() -> ActsResult:
         with _as_tool_error():
             return {"acts": service.acts()}  # type: ignore[typeddict-item]
+
+    # Read-only, but open-world: it asks the ELI API (ingesting stays an operator's command).
+    @server.tool(name="find_acts", title="Znajdź akt / find acts by title", description=FIND_ACTS_DESCRIPTION,
+                 annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=True))
+    def find_acts(
+        title: Annotated[str, Field(max_length=300, description="words of the title, e.g. 'kodeks pracy'")] = "",
+        act_type: Annotated[str | None, Field(max_length=60, description="Ustawa, Rozporządzenie, Obwieszczenie …")] = None,
+        in_force: Annotated[bool, Field(description="only acts in force")] = False,
+        year: Annotated[int | None, Field(ge=1918, le=2100, strict=True, description="only acts of this year")] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_FIND_LIMIT, strict=True, description="the most acts")] = FIND_LIMIT,
+        stored: Annotated[bool, Field(description="search the stored acts instead of the API")] = False,
+    ) -> FindActsResult:
+        with _as_tool_error():
+            found = service.find(ActQuery(title, act_type, in_force, year), limit=limit, offline=stored)
+        return found.to_dict()  # type: ignore[return-value]
 
     if service.answer_config.configured:
         # Not idempotent (a model's answer varies) and open-world: it sends the question to the answer model.

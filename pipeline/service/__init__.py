@@ -25,7 +25,7 @@ import psycopg
 
 from pipeline.answering.answer import Asked, ChatConfig, Fragment, answer_question
 from pipeline.core.config import Settings, settings
-from pipeline.core.errors import EvalError, UsageError, one_line
+from pipeline.core.errors import EvalError, IngestError, UsageError, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT
 from pipeline.indexing import batch, embed, find, sync
 from pipeline.indexing.batch import IngestReport
@@ -41,7 +41,7 @@ from pipeline.service import status as health
 from pipeline.service.pool import ConnectionPool
 from pipeline.service.results import act_record, article_record, found_act_record, hit_record, pick_record
 from pipeline.sources.fetch import EliClient
-from pipeline.storage import articles, currency, db, schema, store
+from pipeline.storage import articles, context, currency, db, history, schema, store
 
 __all__ = ["ActQuery", "Found", "FoundActs", "Service"]
 
@@ -184,9 +184,25 @@ class Service:
                                    on_token=on_token)
 
     def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
-        """One article: its text, headings, version, dates and currency (:func:`results.article_record`)."""
-        found = self.pool.run(lambda conn: articles.get_article(conn, act, article, as_of=as_of, version_no=version_no))
-        return article_record(found, as_of)
+        """One article: its text, headings, version, dates, currency and legal context: what it refers
+        to, what refers to it, the definitions it uses (:func:`results.article_record`)."""
+        def run(conn: psycopg.Connection) -> tuple[dict, dict]:
+            found = articles.get_article(conn, act, article, as_of=as_of, version_no=version_no)
+            return found, {
+                "references": context.references_of(conn, found["version_id"], found["article"]),
+                "referenced_by": context.referenced_by(conn, found["base_eli"], found["article"]),
+                "definitions": context.definitions_used(conn, found["version_id"], found["article"])}
+
+        found, around = self.pool.run(run)
+        return article_record(found, as_of, around)
+
+    def diff(self, act: str, article: str, *, from_date: dt.date | None = None,
+             to_date: dt.date | None = None) -> dict:
+        """The article's wording in two stored texts of its act, as a word diff with each text's date
+        (pipeline.storage.history.diff_article): the text in force on ``to_date`` (None: the newest)
+        against the one in force on ``from_date`` (None: the one before it)."""
+        return self.pool.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
+                                                               to_date=to_date))
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""
@@ -222,12 +238,13 @@ class Service:
                     progress: Callable[[str], None] | None = None) -> list[dict]:
         """What an ingest by title fetches (:func:`results.pick_record`): the one act the title names
         (``every`` False: NoActFound, AmbiguousTitle, IngestError when it has no text) or every act the
-        search matches; by default each act's newest consolidated text, ``original``: the act as enacted."""
+        search matches; by default each act's newest consolidated text, ``original``: the act as enacted.
+        Nothing is fetched: what has no text is a ``skip`` here, not an error."""
         return [pick_record(p) for p in self._picks(query, every=every, original=original, client=client,
-                                                   progress=progress)]
+                                                   progress=progress, dry_run=True)]
 
     def _picks(self, query: ActQuery, *, every: bool, original: bool, client: EliClient | None,
-               progress: Callable[[str], None] | None) -> list[Pick]:
+               progress: Callable[[str], None] | None, dry_run: bool = False) -> list[Pick]:
         query = query.check()
         if not every and not query.title:
             raise UsageError("--title names the act to ingest (--year alone needs --all)", param="--title")
@@ -238,8 +255,9 @@ class Service:
             found = find.one_act(eli, query)
             if not original:
                 find.resolve(eli, found)
-            chosen = find.pick(found, original=original)
-            find.check_text(eli, chosen)
+            chosen = find.check_text(eli, find.pick(found, original=original))
+            if chosen.skip and not dry_run:
+                raise IngestError(chosen.skip)
             return [chosen]
 
     # --- changing what is stored ------------------------------------------------------------------
