@@ -390,6 +390,68 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     if found["currency"]:  # after the text: the head, headings and text keep their lines for scripts
         click.echo()
         click.echo(f"Aktualność: {found['currency']['note']}")
+    _print_context(found)
+
+
+def _print_context(found: dict) -> None:
+    """The article's legal context after it: what it refers to, what refers to it, its definitions."""
+    own_act = found["act"]
+    if refs := found["references"]:
+        click.echo()
+        click.echo("Refers to:")
+        for r in refs:
+            if r["kind"] == "relative":
+                where = f"this article, {r['unit']}"
+            else:
+                act = "" if r["kind"] == "internal" else f"{r['act'] or '(act not identified)'} "
+                where = (f"{act}art. {r['article']}" + (f" {r['unit']}" if r["unit"] else "")) if r["article"] \
+                    else f"{r['act'] or '(act not identified)'} (the whole act)"
+                if r["kind"] != "internal" and r["article"] and not r["stored"]:
+                    where += "  [not stored]"
+            click.echo(f"  {where}   ← {_snippet(r['text'], 90)}")
+    if cited := found["referenced_by"]:
+        click.echo()
+        click.echo("Referred to by:")
+        click.echo("  " + ", ".join(f"art. {c['article']}" if c["act"] == own_act else f"{c['act']} art. {c['article']}"
+                                    for c in cited))
+    if definitions := found["definitions"]:
+        click.echo()
+        click.echo("Definitions used:")
+        for d in definitions:
+            click.echo(f"  {d['term']} (art. {d['article']}{' ' + d['unit'] if d['unit'] else ''}): "
+                       f"{_snippet(d['text'], 140)}")
+
+
+@main.command("diff")
+@click.argument("act", type=ACT_ID)
+@click.argument("article")
+@click.option("--from", "from_date", type=IsoDate(), help="The older text: the one in force on this date "
+                                                           "[default: the stored text before the newer one].")
+@click.option("--to", "to_date", type=IsoDate(), help="The newer text: the one in force on this date [default: the newest].")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable diff.")
+@friendly
+def diff_cmd(act: str, article: str, from_date: Any, to_date: Any, as_json: bool) -> None:
+    """How ARTICLE of ACT changed between two stored texts: a word diff, [-removed-] {+added+}.
+
+    \b
+    pipeline diff DU/2025/277 154
+    pipeline diff DU/1974/141 154 --from 2023-01-01 --to 2025-06-01
+    """
+    diff = _service().diff(act, article, from_date=from_date.date() if from_date else None,
+                           to_date=to_date.date() if to_date else None)
+    if as_json:
+        _emit_json(diff)
+        return
+    side = lambda s: f"{s['act']} version {s['version_no']}, text as of {s['valid_from'] or 'an unknown date'}"  # noqa: E731
+    click.echo(f"art. {diff['article']} of {diff['act']}: {side(diff['from'])} -> {side(diff['to'])}")
+    if diff["note"]:
+        click.echo(diff["note"])
+    if diff["unchanged"]:
+        click.echo("unchanged")
+        return
+    click.echo()
+    click.echo("".join(op["text"] if op["op"] == "equal" else f"[-{op['text']}-]" if op["op"] == "delete"
+                       else f"{{+{op['text']}+}}" for op in diff["ops"]))
 
 
 # --- search / ask --------------------------------------------------------------------------------
