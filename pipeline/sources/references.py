@@ -1,0 +1,329 @@
+"""The provisions an article refers to, read from its text: "art. 30 § 1 pkt 2", "art. 135–138, 143 i
+144", "o którym mowa w § 2", "art. 83 ustawy z dnia 14 czerwca 1960 r. – Kodeks postępowania
+administracyjnego", "(Dz. U. z 2023 r. poz. 991)".
+
+Each reference names one target: an article (with the unit cited in it, "§ 1 pkt 2"), or a whole act.
+Ranges and lists are expanded, so "art. 135–138" is four references. The kinds:
+- internal: an article of the same act;
+- relative: a unit of the same article ("§ 2", "ust. 3");
+- external: another act, named by a code's name ("Kodeksu pracy"), by its date and title (then by the
+  "Dz. U. … poz. …" the text cites with it, here or where the act first named it), or by "Dz. U." alone.
+The target of an external reference is ``target_act``: the base act when the text says it (a code),
+else the ELI id of the text it cites (a consolidated text, whose base act the database knows when that
+text is stored: the SQL view resolves it); None when it cannot be told (an EU regulation, an act named
+by title with no journal reference anywhere in the article's act).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pipeline.core.act_id import InvalidActId, parse_act_id
+from pipeline.core.codes import code_named
+from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
+from pipeline.sources.parse.model import Article
+
+EXTRACTOR = "references 1"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
+
+
+@dataclass(frozen=True)
+class Reference:
+    article: str  # where the reference is (canonical number)
+    kind: str  # internal | relative | external
+    target_act: str | None  # internal/relative: the act's base act; external: see the module's docstring
+    target_article: str | None  # None: the whole act is cited
+    target_unit: str  # "§ 1 pkt 2", "ust. 3", "" (the whole article)
+    text: str  # the words as printed
+    target_title: str | None = None  # external by title: "ustawy z dnia 15 kwietnia 2011 r. o działalności leczniczej"
+    target_name: str | None = None  # its name without the date: "o działalności leczniczej", "Kodeks pracy"
+    target_year: int | None = None  # the year of its date: with the name, finds a stored text of it
+
+
+_SUP = f"[{SUPERSCRIPTS}]"
+# A number as a statute prints it: "151", "151^1" (the parsers' caret; PDFs may glue the next word to
+# it: "155^1i"), "151¹", "19a", "3a^1", "22^1c".
+_NUM = rf"\d+[a-z]{{0,3}}(?:\s?\^\s?\d+|{_SUP}+)?[a-z]{{0,3}}"
+_UNIT_WORD = r"(?:§|ust\.|pkt|lit\.)"
+# One element of a list: a number, optionally followed by units ("§ 1 pkt 2 lit. a").
+_UNIT = rf"{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}\))?"
+_ITEM = rf"(?:{_UNIT_WORD}\s*)?{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
+# A range is written without spaces ("135–138"); " – " with spaces is a dash in the sentence.
+_SEP = r"(?:\s*,\s*|[–-](?=\d)|\s+(?:i|oraz|lub|albo|a\s+także)\s+)"
+# "art. 30 § 1 pkt 2 i 3, art. 31", "art. 135–138, 143 i 144"
+_ARTICLES = re.compile(
+    rf"\b(?:art\.|artykuł\w*)\s*(?P<list>{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
+    rf"(?:{_SEP}(?:art\.\s*)?{_ITEM})*)",
+    re.IGNORECASE,
+)
+# A unit of the same article cited alone: "w § 2", "o którym mowa w ust. 1 pkt 3", "§ 1 i 2".
+_RELATIVE = re.compile(
+    rf"(?P<list>(?:§|ust\.)\s*{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
+    rf"(?:{_SEP}(?:(?:§|ust\.)\s*)?{_NUM}(?![\w)]))*)"
+)
+_MONTH = r"(?:stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|września|października|listopada|grudnia)"
+# After the list: whose articles they are.
+_BY_TITLE = re.compile(
+    rf"^\s*(?:tej\s+|tejże\s+)?(?P<kind>ustawy|ustawą|ustawie|dekretu|rozporządzenia)\s+z\s+dnia\s+\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\s*r\.?"
+    r"(?P<title>\s*(?:[–—-]\s*[^()\n;,]{3,160}?|o\s+[^()\n;]{3,200}?))(?=\s*\(\s*(?:Dz|M\.\s*P)|\s*[(;,:]|\.\s|\.$|\n|$|\s[–—-]\s)",
+    re.IGNORECASE,
+)
+_CODE_NAME = re.compile(r"^\s*(?P<code>(?:Kodeksu|kodeksu|Kodeks|kodeks)\s+(?:postępowania\s+)?\w+(?:\s+\w+)?)")
+_THIS_ACT = re.compile(r"^\s*(?:niniejszej|tej|tejże)\s+ustawy\b", re.IGNORECASE)
+_OTHER = re.compile(
+    r"^\s*(?:rozporządzenia|dyrektywy|Traktatu|traktatu|Konstytucji|umowy|konwencji|Konwencji|decyzji|ustawy\s+o\s|"
+    r"ustawy\s+[–—-]\s|ustawy\s+z\s+dnia|dekretu|Karty|karty|aktu)")
+# "(Dz. U. z 2023 r. poz. 991, 1675 i 1972)", "(Dz. U. Nr 112, poz. 654)": the first position is the text cited.
+_JOURNAL = re.compile(
+    r"\(\s*(?P<journal>(?:Dz\.\s*U\.|M\.\s*P\.)\s*(?:z\s+)?(?P<year>\d{4})?\s*(?:r\.)?\s*(?:Nr\s*\d+\s*,?\s*)?poz\.\s*(?P<pos>\d+))",
+)
+_JOURNAL_ANYWHERE = re.compile(
+    r"(?P<journal>(?:Dz\.\s*U\.|M\.\s*P\.)\s*(?:z\s+)?(?P<year>\d{4})\s*(?:r\.)?\s*(?:Nr\s*\d+\s*,?\s*)?poz\.\s*(?P<pos>\d+))")
+# An act named by date and title without articles: "przepisy ustawy z dnia 26 czerwca 1974 r. – Kodeks pracy".
+_ACT_BY_TITLE = re.compile(
+    rf"\b(?P<kind>ustawy|ustawą|ustawie|ustawa)\s+z\s+dnia\s+(?P<date>\d{{1,2}}\s+{_MONTH}\s+\d{{4}})\s*r\.?"
+    r"(?P<title>\s*(?:[–—-]\s*[^()\n;,]{3,160}?|o\s+[^()\n;]{3,200}?))(?=\s*\(\s*(?:Dz|M\.\s*P)|\s*[(;,:]|\.\s|\.$|\n|$|\s[–—-]\s)",
+    re.IGNORECASE,
+)
+
+
+def _canonical(number: str) -> str:
+    s = re.sub(r"\s+", "", number).lower()
+    return re.sub(f"{_SUP}+", lambda m: "^" + m.group(0).translate(SUPERSCRIPT_DIGITS), s)
+
+
+def _split_items(text: str) -> list[tuple[str, str]]:
+    """The list after "art." as (separator before, item) pairs; the separator is "" for the first."""
+    parts: list[tuple[str, str]] = []
+    pos = 0
+    sep = ""
+    item_re = re.compile(rf"(?:art\.\s*)?(?P<item>{_ITEM})", re.IGNORECASE)
+    sep_re = re.compile(_SEP, re.IGNORECASE)
+    while pos < len(text):
+        m = item_re.match(text, pos)
+        if not m:
+            break
+        parts.append((sep, m.group("item")))
+        pos = m.end()
+        s = sep_re.match(text, pos)
+        if not s:
+            break
+        sep = s.group(0).strip()
+        pos = s.end()
+    return parts
+
+
+def _units(item: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """"30 § 1 pkt 2" -> ("30", [("§", "1"), ("pkt", "2")]); "2" -> ("2", []); "§ 2" -> (None, [("§", "2")])."""
+    m = re.match(rf"\s*(?P<num>{_NUM})?", item)
+    number = m.group("num") if m and m.group("num") else None
+    rest = item[m.end():] if number else item
+    units = [(u.group(1), u.group(2)) for u in re.finditer(rf"({_UNIT_WORD})\s*({_NUM}|[a-z]{{1,3}})", rest)]
+    return (_canonical(number) if number else None), units
+
+
+def _unit_text(units: list[tuple[str, str]]) -> str:
+    return " ".join(f"{w} {_canonical(n) if n[0].isdigit() else n}" for w, n in units)
+
+
+def _unit_range(first: str, last: str) -> list[str]:
+    """The unit numbers after ``first`` up to ``last``: "1", "3" -> 2, 3; "3", "3^3" -> 3^1, 3^2, 3^3."""
+    if first.isdigit() and last.isdigit() and int(first) < int(last) <= int(first) + 50:
+        return [str(n) for n in range(int(first) + 1, int(last) + 1)]
+    if m := re.fullmatch(r"(\d+)\^(\d+)", last):
+        base, top = m.groups()
+        start = 1 if first == base else int(f.group(1)) + 1 if (f := re.fullmatch(rf"{base}\^(\d+)", first)) else None
+        if start is not None and start <= int(top) <= start + 50:
+            return [f"{base}^{n}" for n in range(start, int(top) + 1)]
+    return [last]
+
+
+def _expand(parts: list[tuple[str, str]], known: set[str] | None = None, *,
+            relative: bool = False) -> list[tuple[str | None, str]]:
+    """(article, unit) for each target of a list. A bare number after an item with units continues the
+    deepest unit ("art. 154 § 1 i 2" cites § 1 and § 2 of art. 154); a range expands ("135–138",
+    "§ 4 pkt 1–3"). ``relative``: the list is of units of the article itself ("§ 1 i 2")."""
+    out: list[tuple[str | None, str]] = []
+    article: str | None = None
+    units: list[tuple[str, str]] = []
+    for sep, item in parts:
+        number, item_units = _units(item)
+        is_range = sep in ("–", "-")
+        if number is not None and not item_units and (units or relative):
+            # a bare number continues the deepest unit: "§ 1 i 2", "pkt 1–3"
+            if not units:
+                break
+            kind, last = units[-1]
+            for value in (_unit_range(last, number) if is_range else [number]):
+                units = units[:-1] + [(kind, value)]
+                out.append((article, _unit_text(units)))
+            continue
+        if number is not None:
+            if is_range and article is not None and not units and not item_units:
+                span = expand_range(article, number) if is_canonical(article) and is_canonical(number) else []
+                out.extend((a, "") for a in (span[1:] or [number]))
+                article = number
+                continue
+            article, units = number, item_units
+            out.append((article, _unit_text(units)))
+            continue
+        if not item_units:
+            break
+        # units only: "§ 2" after an article continues it ("art. 36 § 1 i § 2")
+        depth = next((i for i, (w, _) in enumerate(units) if w == item_units[0][0]), len(units))
+        if is_range and depth < len(units) and len(item_units) == 1:
+            kind, last = units[depth]
+            for value in _unit_range(last, item_units[0][1]):
+                units = units[:depth] + [(kind, value)]
+                out.append((article, _unit_text(units)))
+            continue
+        units = units[:depth] + item_units
+        out.append((article, _unit_text(units)))
+    return out
+
+
+def _journal_act(m: re.Match) -> str | None:
+    year, pos = m.group("year"), m.group("pos")
+    if not year:
+        return None
+    try:
+        return str(parse_act_id(f"{'MP' if m.group('journal').startswith('M') else 'DU'}/{year}/{pos}"))
+    except InvalidActId:
+        return None
+
+
+def _name_of(title_group: str) -> str:
+    """"– Kodeks pracy" / "o działalności leczniczej" as the act's name."""
+    return re.sub(r"\s+", " ", re.sub(r"^\s*[–—-]\s*", "", title_group)).strip()
+
+
+def _act_key(year: int, name: str) -> str:
+    return f"{year} {name.lower()}"
+
+
+def extract(articles: Iterable[Article], base_act: str) -> list[Reference]:
+    """The references of every article of one text of an act whose base act is ``base_act``."""
+    articles = list(articles)
+    known = {a.number for a in articles}
+    # Acts the text names by date and title with a journal reference (usually at their first mention):
+    # a later mention of the same act, without it, refers to the same text.
+    cited_by_name: dict[str, str] = {}
+    for a in articles:
+        for m in _ACT_BY_TITLE.finditer(a.text):
+            j = _JOURNAL.match(a.text, m.end()) or _JOURNAL.match(a.text, m.end() + 1)
+            key = _act_key(int(m.group("date")[-4:]), _name_of(m.group("title")))
+            if j and key not in cited_by_name and (cited := _journal_act(j)):
+                cited_by_name[key] = cited
+    found: list[Reference] = []
+    for a in articles:
+        found.extend(_article_references(a, base_act, known, cited_by_name))
+    return found
+
+
+def _cited(cited_by_name: dict[str, str], year: int, name: str) -> str | None:
+    """The text an earlier mention of the act cited: the same year and a name that begins the same way
+    (a later mention may run on: "o działalności leczniczej w zakresie …")."""
+    key = _act_key(year, name)
+    return next((act for known, act in cited_by_name.items() if key.startswith(known) or known.startswith(key)), None)
+
+
+def _unglue(text: str, known: set[str]) -> str:
+    """"art. 155^1i 155^2" -> "art. 155^1 i 155^2": a PDF's text layer glues the word after a superscript
+    to it; split where the act has the number without the letters and not with them."""
+    def split(m: re.Match) -> str:
+        number = m.group(1) + m.group(2)
+        return m.group(0) if number in known or m.group(1) not in known else f"{m.group(1)} {m.group(2)}"
+    return re.sub(r"(\d+[a-z]{0,3}\^\d+)(i|oraz|lub|albo|w|z)(?=\s)", split, text)
+
+
+def _whose(text: str, at: int, base_act: str, cited_by_name: dict[str, str]) -> tuple[dict, int]:
+    """Whose articles a list ending at ``at`` cites, from the words after it: the fields of the
+    references and where the act's name ends."""
+    after = text[at:at + 400]
+    if (c := _CODE_NAME.match(after)) and (code := code_named(c.group("code"), abbreviations=False)):
+        return {"kind": "external", "target_act": code, "target_name": c.group("code")}, at + c.end()
+    if t := _BY_TITLE.match(after):
+        title = re.sub(r"\s+", " ", after[t.start("kind"):t.end()]).strip()
+        name = _name_of(t.group("title"))
+        year = int(re.search(r"(\d{4})\s*r", title).group(1))
+        j = _JOURNAL.match(after, t.end()) or _JOURNAL.match(after, t.end() + 1)
+        target = code_named(name, abbreviations=False) or (_journal_act(j) if j else None) \
+            or _cited(cited_by_name, year, name)
+        return ({"kind": "external", "target_act": target, "target_title": title, "target_name": name,
+                 "target_year": year}, at + t.end())
+    if (j := _JOURNAL.match(after)) or (j := re.match(r"^\s*" + _JOURNAL_ANYWHERE.pattern, after)):
+        return {"kind": "external", "target_act": _journal_act(j)}, at + j.end()
+    if _OTHER.match(after) and not _THIS_ACT.match(after):
+        return {"kind": "external", "target_act": None}, at
+    return {"kind": "internal", "target_act": base_act}, at
+
+
+def _article_references(a: Article, base_act: str, known: set[str], cited_by_name: dict[str, str]) -> list[Reference]:
+    text = _unglue(a.text, known)
+    out: list[Reference] = []
+    taken: list[tuple[int, int]] = []
+    # The label "Art. 5." is the article's own, not a reference.
+    if label := re.match(rf"\s*Art\.\s*{_NUM}\.?", text):
+        taken.append((0, label.end()))
+    for m in _ARTICLES.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        fields, end = _whose(text, m.end(), base_act, cited_by_name)
+        words = re.sub(r"\s+", " ", text[m.start():end]).strip()
+        for article, unit in _expand(_split_items(m.group("list")), None):
+            if article is not None:
+                out.append(Reference(a.number, target_article=article, target_unit=unit, text=words, **fields))
+        taken.append((m.start(), end))
+    # Acts named by title without articles ("przepisy ustawy z dnia …").
+    for m in _ACT_BY_TITLE.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        title = re.sub(r"\s+", " ", m.group(0)).strip()
+        name, year = _name_of(m.group("title")), int(m.group("date")[-4:])
+        j = _JOURNAL.match(text, m.end()) or _JOURNAL.match(text, m.end() + 1)
+        target = code_named(name, abbreviations=False) or (_journal_act(j) if j else None) \
+            or _cited(cited_by_name, year, name)
+        out.append(Reference(a.number, "external", target, None, "", title, title, name, year))
+        taken.append((m.start(), j.end() if j else m.end()))
+    # A code named without articles: "przepisy Kodeksu pracy".
+    for m in re.finditer(r"\b(?:przepis\w*|w rozumieniu|zgodnie z)\s+(?P<code>Kodeks\w*\s+(?:postępowania\s+)?\w+(?:\s+\w+)?)", text):
+        if any(s <= m.start("code") < e for s, e in taken):
+            continue
+        if code := code_named(m.group("code"), abbreviations=False):
+            out.append(Reference(a.number, "external", code, None, "", m.group("code"), None, m.group("code")))
+            taken.append((m.start("code"), m.end("code")))
+    # A journal reference alone: "(Dz. U. z 2024 r. poz. 572)" after a name the patterns above missed.
+    for m in _JOURNAL_ANYWHERE.finditer(text):
+        if any(s <= m.start() <= e + 3 for s, e in taken):
+            continue
+        if (cited := _journal_act(m)) is not None:
+            out.append(Reference(a.number, "external", cited, None, "", re.sub(r"\s+", " ", m.group(0))))
+        taken.append((m.start(), m.end()))
+    # Units of the same article: "w § 2", "o którym mowa w ust. 1 pkt 3".
+    for m in _RELATIVE.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        before = text[line_start:m.start()]
+        if not before.strip() or re.fullmatch(rf"\s*Art\.\s*{_NUM}\.\s*", before):
+            continue  # a unit's own label ("§ 2. …" at a line's start)
+        for _, unit in _expand(_split_items(m.group("list")), None, relative=True):
+            out.append(Reference(a.number, "relative", base_act, a.number, unit,
+                                 re.sub(r"\s+", " ", m.group(0)).strip()))
+    # The act naming itself ("przepisy Kodeksu pracy" in the Labour Code): its articles are internal,
+    # the act itself is no reference.
+    out = [r if r.kind != "external" or r.target_act != base_act else
+           Reference(r.article, "internal", base_act, r.target_article, r.target_unit, r.text)
+           for r in out if not (r.kind == "external" and r.target_act == base_act and r.target_article is None)]
+    return _dedupe(out)
+
+
+def _dedupe(refs: list[Reference]) -> list[Reference]:
+    seen: set[tuple] = set()
+    out = []
+    for r in refs:
+        key = (r.kind, r.target_act, r.target_article, r.target_unit)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
