@@ -3,7 +3,6 @@ an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
-from contextlib import closing
 
 import psycopg
 from psycopg.rows import dict_row
@@ -96,7 +95,8 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
                v.valid_from,
                -- valid_to: the date a newer stored text of the same act takes over (NULL: none stored yet)
                (SELECT min(n.valid_from) FROM act_versions n
-                WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to
+                WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to,
+               v.version_id, v.base_eli  -- for what is read with it (its legal context)
         FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
         WHERE ar.version_id = %s AND ar.article = %s
         ORDER BY ar.ordinal LIMIT 1
@@ -113,15 +113,6 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row
-
-
-def show(act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
-    """`pipeline show`: :func:`get_article` on the current database."""
-    from pipeline.storage.schema import open_current  # alembic loads only when a command needs the database
-
-    _, conn = open_current()
-    with closing(conn):
-        return get_article(conn, act, article, as_of=as_of, version_no=version_no)
 
 
 @read_only

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from pipeline.sources import chunk as chunking
-from pipeline.storage import currency
+from pipeline.storage import context, currency
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import pid_alive
 from pipeline.storage.queue import enqueue_missing
@@ -185,6 +185,8 @@ def store_version(
             "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
         copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], c.embed_text, c.text)
                            for ordinal, parts in enumerate(chunks_by_article, start=1) for c in parts))
+        # What each article refers to and the act's definitions (revision 0009), in the same transaction.
+        context.write(conn, version_id, articles, base_eli(meta))
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
