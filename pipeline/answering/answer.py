@@ -29,8 +29,9 @@ from pipeline.answering.extractive import EXTRACTIVE_NOTE, extractive_answer, sp
 from pipeline.answering.fragments import Answer, Fragment
 from pipeline.answering.prompts import NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT, build_messages, refusal
 from pipeline.core.errors import AnswerError, UsageError
-from pipeline.core.limits import MAX_K, check_question
+from pipeline.core.limits import CONTEXT_CHARS, MAX_K, check_question
 from pipeline.indexing.embedders import Embedder
+from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
 from pipeline.retrieval.search import checked_search, search_gaps
 from pipeline.storage import currency
@@ -78,6 +79,7 @@ class Asked:
             "model": result.model,
             "citations": [{"citation": cite(a, n), "act": a, "article": n} for a, n in result.citations],
             "fragments": [{"citation": cite(f.act, f.article), "act": f.act, "article": f.article, "part": f.part,
+                           "role": f.role, "used_by": f.used_by,
                            "score": f.score, "similarity": f.similarity} for f in result.fragments],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "top_similarity": self.refusal.similarity,
@@ -105,8 +107,12 @@ def answer_question(
     on_rewrite: Callable[[str], None] | None = None,
     on_fragments: Callable[[list[Fragment]], None] | None = None,
     on_token: Callable[[str], None] | None = None,
+    context_chars: int = CONTEXT_CHARS,
 ) -> Asked:
     """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
+
+    Beside the retrieved fragments, the answer reads (within ``context_chars``; 0: none) the
+    definitions they use and the provisions they cite (pipeline.retrieval.context), marked as such.
 
     Takes a connection and an embedder so a long-lived caller (the MCP server) keeps them warm.
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
@@ -133,6 +139,12 @@ def answer_question(
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity, named=h.named,
                           currency=currencies[h.act].note() if h.act in currencies else None) for h in hits]
+    if not verdict.refused and context_chars:
+        # Read beside them: the definitions they use, the provisions they cite (pipeline.retrieval.context).
+        fragments += [Fragment(act=c.act, article=c.article, text=c.text, role=c.role, used_by=c.used_by, term=c.term,
+                               unit=c.unit, in_question=c.in_question,
+                               currency=currencies[c.act].note() if c.act in currencies else None)
+                      for c in context_for(conn, hits, question, budget=context_chars)]
     streamed = False
     if verdict.refused:
         result = refusal(fragments)

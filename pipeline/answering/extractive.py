@@ -117,12 +117,17 @@ def _fragment_units(fragment: Fragment) -> list[str]:
 
 def extractive_answer(question: str, fragments: list[Fragment], max_sentences: int = 3) -> Answer:
     """Offline answer: the sentences of the best fragments that share most words with the question."""
-    if not fragments:
+    retrieved = [f for f in fragments if f.role == "retrieved"]
+    if not retrieved:
         return refusal(fragments)
-    if fragments[0].named:
+    # A definition of a term the question uses (pipeline.retrieval.context): quoted first, as a lawyer
+    # reads the provision with it.
+    defined = [(f.text.strip(), f) for f in fragments if f.role == "definition" and f.in_question][:1]
+    if retrieved[0].named:
         # "art. 52 kp": the article asked about, from its beginning (its words need not be the question's).
-        best = fragments[0]
-        return _answer([(u, best) for u in _fragment_units(best)[:max_sentences]], fragments)
+        best = retrieved[0]
+        return _answer([(u, best) for u in _fragment_units(best)[:max_sentences]] + defined, fragments)
+    fragments_all, fragments = fragments, retrieved
     wanted = _stems(question)
     quantities = [(float(v.replace(",", ".")), u.lower()) for v, u in _QUANTITY.findall(question)]
     scored: list[tuple[float, int, int, str, Fragment]] = []
@@ -140,7 +145,7 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
         # Nothing shares a word with the question (a vector-only hit): show where the best fragment begins.
         best = fragments[0]
         chosen = [(u, best) for u in _fragment_units(best)[:max_sentences]]
-    return _answer(chosen, fragments)
+    return _answer(defined + chosen, fragments_all)
 
 
 def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> Answer:
@@ -150,6 +155,8 @@ def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> An
     citations: list[tuple[str, str]] = []
     later: list[str] = []
     for unit, fragment in chosen:
+        if fragment.role == "definition":  # said as one, with where it is defined
+            unit = f"Definicja ({' '.join(filter(None, ('art. ' + fragment.article, fragment.unit)))}): {unit}"
         lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
         if (fragment.act, fragment.article) not in citations:
             citations.append((fragment.act, fragment.article))

@@ -21,6 +21,12 @@ class Fragment:
     similarity: float | None = None  # vector cosine similarity
     currency: str | None = None  # the act's currency note (pipeline.storage.currency), told to the model
     named: bool = False  # the question names this article (pipeline.retrieval.named_articles)
+    # retrieved, or read beside them (pipeline.retrieval.context): a definition they use, a provision they cite
+    role: str = "retrieved"
+    used_by: str | None = None  # definition/reference: the retrieved article that uses or cites it
+    term: str | None = None  # definition: the term
+    unit: str = ""  # definition: where in the article ("ust. 1 pkt 4")
+    in_question: bool = False  # definition: the question uses the term
 
 
 @dataclass

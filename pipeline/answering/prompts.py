@@ -18,7 +18,9 @@ Zasady:
 2. Każde twierdzenie opatrz przypisem w nawiasie kwadratowym, w dokładnie takiej postaci, \
 jak w nagłówku fragmentu: [DU/2025/277, art. 154]. Cytuj tylko akty i artykuły z podanych fragmentów.
 3. Jeżeli fragmenty nie zawierają odpowiedzi, odpowiedz dokładnie tym jednym zdaniem i niczym więcej: {NOT_FOUND}
-4. Odpowiadaj po polsku, zwięźle i konkretnie: najpierw odpowiedź, potem ewentualne warunki lub wyjątki."""
+4. Odpowiadaj po polsku, zwięźle i konkretnie: najpierw odpowiedź, potem ewentualne warunki lub wyjątki.
+5. Fragmenty oznaczone jako definicja lub przepis powiązany objaśniają pozostałe: czytaj je razem z nimi \
+i cytuj tak samo."""
 
 REWRITE_PROMPT = """Przeformułuj potoczne pytanie na zapytanie wyszukiwawcze w języku \
 polskich ustaw: użyj terminów ustawowych (np. "wymiar urlopu wypoczynkowego", \
@@ -32,6 +34,11 @@ def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | No
     blocks = []
     for i, f in enumerate(fragments, 1):
         header = f"Fragment {i}: {cite(f.act, f.article)}"
+        if f.role == "definition":
+            header = (f"Fragment {i} (definicja „{f.term}” z {f.unit or 'artykułu'}, używana w art. {f.used_by}): "
+                      f"{cite(f.act, f.article)}")
+        elif f.role == "reference":
+            header = f"Fragment {i} (przepis powiązany: odsyła do niego art. {f.used_by}): {cite(f.act, f.article)}"
         if f.act_title:
             header += f" {f.act_title}"
         if f.part > 1:

@@ -45,6 +45,31 @@ class HitRecord(TypedDict):
     currency_note: str | None  # the same as one Polish line
 
 
+class ReferenceRecord(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    act: str | None  # the base act cited (null: not known, e.g. an EU regulation)
+    article: str | None  # null: the whole act is cited
+    unit: str  # "§ 1 pkt 2", "ust. 3"; "": the whole article
+    text: str  # the reference as printed
+    kind: str  # internal | relative | external
+    stored: str | None  # the stored current text that holds the cited article (null: not stored)
+
+
+class CitingRecord(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    act: str
+    article: str
+
+
+class DefinitionRecord(TypedDict):
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    term: str
+    act: str
+    article: str
+    unit: str
+    text: str
+
+
 class ArticleRecord(TypedDict):
     __pydantic_config__ = _OPEN  # type: ignore[misc]
     citation: str
@@ -60,6 +85,9 @@ class ArticleRecord(TypedDict):
     text: str
     currency: dict | None
     currency_note: str | None
+    references: list[ReferenceRecord]  # what the article refers to, in the text's order
+    referenced_by: list[CitingRecord]  # the stored articles that cite it
+    definitions: list[DefinitionRecord]  # the act's definitions whose terms it uses
 
 
 class VersionRecord(TypedDict):
@@ -131,14 +159,19 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
     }
 
 
-def article_record(found: dict[str, Any], as_of: dt.date | None = None) -> ArticleRecord:
-    """An article as :func:`pipeline.storage.articles.get_article` reads it."""
+def article_record(found: dict[str, Any], as_of: dt.date | None = None,
+                   context: dict[str, list] | None = None) -> ArticleRecord:
+    """An article as :func:`pipeline.storage.articles.get_article` reads it, with its legal context
+    (pipeline.storage.context: references, referenced_by, definitions; empty lists when not read)."""
+    context = context or {}
     return {
         "citation": cite(found["eli"], found["article"]), "act": found["eli"], "act_title": found["act_title"],
         "article": found["article"], "heading_path": list(found["heading_path"] or []),
         "repealed": found["repealed"], "version_no": found["version_no"], "valid_from": found["valid_from"],
         "valid_to": found.get("valid_to"), "as_of": as_of, "text": found["text"], "currency": found.get("currency"),
         "currency_note": found["currency"]["note"] if found.get("currency") else None,
+        "references": context.get("references", []), "referenced_by": context.get("referenced_by", []),
+        "definitions": context.get("definitions", []),
     }
 
 
