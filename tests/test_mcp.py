@@ -127,7 +127,7 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
 
     out = anyio.run(session)
     # Without an answer model the answer tool is not offered.
-    assert set(out["tools"]) == {"search_law", "get_article", "list_acts", "find_acts"}
+    assert set(out["tools"]) == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions"}
     for tool in out["tools"].values():
         assert tool.output_schema and tool.description
     # find_acts: the API through the stand-in (the Labour Code under its base act, stored), and the database.
@@ -361,7 +361,7 @@ def test_http_transport_with_the_answer_tool(mcp_url, ollama):
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    assert out["tools"] == {"search_law", "get_article", "list_acts", "find_acts", "answer"}
+    assert out["tools"] == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions", "answer"}
     assert not out["article"].is_error and out["article"].structured_content["article"] == "154"
     assert out["answered_first"] is False
     answer = out["answer"].structured_content
