@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pipeline.sources.parse.model import Article
 
-EXTRACTOR = "definitions 1"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
+EXTRACTOR = "definitions 2"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,26 @@ _LIST_LEAD = re.compile(
     r"[^:\n]{0,60}:\s*$",
     re.IGNORECASE,
 )
-# Where a point's term ends: a dash, or the words that say what it means.
-_TERM_END = re.compile(r"\s+[–—-]\s+|,?\s+(?:[–—-]\s+)?(?:rozumie\s+się\s+przez\s+to|odnosi\s+się\s+to\s+do|należy\s+przez\s+to\s+rozumieć|oznacza)\s+")
+# Where a point's term ends: the words that say what it means (after the term, maybe with a dash), else
+# the first dash ("4) pacjent – osobę …"); a term may hold a dash of its own ("ubezpieczonej – matce
+# dziecka – należy przez to rozumieć …").
+_MEANS = re.compile(r",?\s+(?:[–—-]\s+)?(?:rozumie\s+się\s+(?:przez\s+to\s+)?|odnosi\s+się\s+to\s+(?:również\s+|także\s+)?do\b"
+                    r"|należy\s+przez\s+to\s+rozumieć|oznacza(?:\s+to)?\b)")
+_DASH = re.compile(r"\s+[–—-]\s+")
+# Several terms defined at once: "domu pomocy społecznej lub środowiskowym domu samopomocy".
+_TERMS = re.compile(r",\s+|\s+lub\s+|\s+oraz\s+")
+# "Przez podnoszenie kwalifikacji zawodowych rozumie się …", "przez dobę należy rozumieć …"
+_PRZEZ = re.compile(r"^(?:\d+\)\s+)?[Pp]rzez\s+(?P<term>[^,:;\n]{2,100}?)\s+(?:należy\s+rozumieć|rozumie\s+się)\s+(?P<text>\S)")
+# "Mobbing oznacza …", "Równe traktowanie w zatrudnieniu oznacza …"
+_MEANS_SENTENCE = re.compile(r"^(?P<term>[A-ZĄĆĘŁŃÓŚŹŻ][a-ząćęłńóśźż]+(?:\s+[a-ząćęłńóśźż]+){0,5}?)\s+oznacza\s+\S")
+# "Pracownikiem jest osoba …", "Czasem pracy jest czas …", "Młodocianym w rozumieniu kodeksu jest osoba …":
+# a term in the instrumental opens the unit.
+_SENTENCE = re.compile(
+    r"^(?P<term>[A-ZĄĆĘŁŃÓŚŹŻ][a-ząćęłńóśźż]+(?:em|iem|ą|ią|ami|ymi|imi|ym|im))(?P<rest>(?:\s+[a-ząćęłńóśźż]+){0,4}?)"
+    r"\s+(?:w\s+rozumieniu\s+[^,]+?\s+)?(?:jest|są)\s+(?P<text>[^\n]+)")
+# Nouns that open "X is …" sentences which state a fact, not a term's meaning ("Celem ustawy jest …").
+_NOT_TERMS = ("celem", "zadaniem", "obowiązkiem", "podstawą", "warunkiem", "organem", "przedmiotem",
+              "wyjątkiem", "właściwym", "właściwą", "dniem", "terminem", "okresem")
 _POINT = re.compile(r"^(\d+[a-z]*(?:\^\d+)?)\)\s+(.*)$")
 _LETTER_POINT = re.compile(r"^[a-z]\)\s")
 _WHENEVER = re.compile(
@@ -46,10 +64,23 @@ _WHENEVER = re.compile(
     r"(?:to\s+)?(?:należy\s+przez\s+to\s+rozumieć|rozumie\s+się\s+przez\s+to)\s+(?P<text>[^\n]+)",
     re.IGNORECASE,
 )
-# "Pracownikiem jest osoba …", "Pracodawcą jest jednostka …": a term in the instrumental opens the unit.
-_SENTENCE = re.compile(
-    r"^(?P<term>[A-ZĄĆĘŁŃÓŚŹŻ][a-ząćęłńóśźż]+(?:em|iem|ą|ią|ami|ymi|imi))(?:\s+(?P<rest>[a-ząćęłńóśźż]+(?:ym|im|ą|ej|em)))?"
-    r"\s+(?:w\s+rozumieniu\s+[^,]+,\s+)?(?:jest|są)\s+(?P<text>[^\n]+)")
+
+
+def _point_terms(body: str) -> tuple[list[str], str] | None:
+    """The terms a point defines and the rest of it, or None when it defines nothing."""
+    m = _MEANS.search(body)
+    head = body[:m.start()] if m else (_DASH.split(body, maxsplit=1)[0] if _DASH.search(body) else None)
+    if head is None or not 0 < len(head) <= 120 or head.endswith(("(uchylony)", "(uchylona)")):
+        return None
+    head = head.strip().rstrip(",–—-").strip()
+    several = m is not None and ("odpowiednio" in body[m.end():m.end() + 20]
+                                 or (_TERMS.search(head) is not None and len(head.split()) <= 8))
+    parts = _TERMS.split(head) if several else [head]
+    terms = [_clean(t) for t in parts if t.strip() and not t.strip().startswith("bez ")]
+    terms = [t for t in terms if t and not t.lower().startswith(("uchyl", "(uchyl"))]
+    return (terms, body) if terms else None
+
+
 # Unit labels at a line's start: "§ 2.", "2.", "2a."
 _PARAGRAPH = re.compile(r"^(?:Art\.\s*\S+\.\s*)?§\s*(\d+[a-z]*(?:\^\d+)?)\.\s*")
 _SECTION = re.compile(r"^(?:Art\.\s*\S+\.\s*)?(\d+[a-z]*(?:\^\d+)?)\.\s+")
@@ -57,7 +88,7 @@ _LABEL = re.compile(r"^Art\.\s*\S+\.\s*")
 
 
 def _clean(term: str) -> str:
-    return re.sub(r"\s+", " ", term.strip(" „”\"'")).strip()
+    return re.sub(r"\s+", " ", term.strip(" „”\"'–—-,")).strip()
 
 
 def extract(articles: Iterable[Article]) -> list[Definition]:
@@ -73,38 +104,49 @@ def _article_definitions(a: Article) -> list[Definition]:
     out: list[Definition] = []
     paragraph = section = ""
     lead: str | None = None  # the unit whose list of definitions we are in
+    parent: str | None = None  # a point defined by its letters ("6) przymusie bezpośrednim … rozumieć:")
     for raw in a.text.split("\n"):
         line = raw.strip()
         if not line:
             continue
         unit_line = line
         if m := _PARAGRAPH.match(line):
-            paragraph, section, lead = f"§ {m.group(1)}", "", None
+            paragraph, section, lead, parent = f"§ {m.group(1)}", "", None, None
             unit_line = line[m.end():]
         elif (m := _SECTION.match(line)) and not _POINT.match(line):
-            section, lead = f"ust. {m.group(1)}", None
+            section, lead, parent = f"ust. {m.group(1)}", None, None
             unit_line = line[m.end():]
         else:
             unit_line = _LABEL.sub("", line)
         where = " ".join(u for u in (paragraph, section) if u)
         point = _POINT.match(line)
         if lead is not None and point:
-            body = point.group(2)
-            parts = _TERM_END.split(body, maxsplit=1)
-            if len(parts) == 2 and 0 < len(parts[0]) <= 120 and not parts[0].endswith(("(uchylony)", "(uchylona)")):
-                term = _clean(parts[0])
-                if term and not term.lower().startswith(("uchyl", "(uchyl")):
-                    out.append(Definition(a.number, f"{lead} pkt {point.group(1)}".strip(), term, line, "list"))
+            parent = None
+            unit = f"{lead} pkt {point.group(1)}".strip()
+            if found := _point_terms(point.group(2)):
+                out.extend(Definition(a.number, unit, term, line, "list") for term in found[0])
+                if line.endswith(":"):
+                    parent = unit
+            elif m := _PRZEZ.match(line):
+                out.append(Definition(a.number, unit, _clean(m.group("term")), line, "whenever"))
             continue
-        if lead is not None and (_LETTER_POINT.match(line) or line.startswith(("–", "-"))):
-            continue  # a definition's own letters and its closing words
+        if lead is not None and _LETTER_POINT.match(line):
+            if parent and (found := _point_terms(line[3:])):
+                out.extend(Definition(a.number, f"{parent} lit. {line[0]}", term, line, "list") for term in found[0])
+            continue  # a definition's own letters
+        if lead is not None and line.startswith(("–", "-")) or parent and not point:
+            continue  # the closing words of a point
         if _LIST_LEAD.search(unit_line):
             lead = where
             continue
         lead = None
         for m in _WHENEVER.finditer(unit_line):
             out.append(Definition(a.number, where, _clean(m.group("term")), unit_line, "whenever"))
-        if m := _SENTENCE.match(unit_line):
-            term = m.group("term") + (f" {m.group('rest')}" if m.group("rest") else "")
+        if m := _PRZEZ.match(unit_line):
+            out.append(Definition(a.number, where, _clean(m.group("term")), unit_line, "whenever"))
+        if (m := _SENTENCE.match(unit_line)) and m.group("term").lower() not in _NOT_TERMS:
+            term = m.group("term") + (m.group("rest") or "")
             out.append(Definition(a.number, where, term.lower(), unit_line, "sentence"))
+        elif m := _MEANS_SENTENCE.match(unit_line):
+            out.append(Definition(a.number, where, m.group("term").lower(), unit_line, "sentence"))
     return out

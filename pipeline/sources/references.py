@@ -24,7 +24,7 @@ from pipeline.core.codes import code_named
 from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
 from pipeline.sources.parse.model import Article
 
-EXTRACTOR = "references 1"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
+EXTRACTOR = "references 2"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ def _split_items(text: str) -> list[tuple[str, str]]:
         m = item_re.match(text, pos)
         if not m:
             break
-        parts.append((sep, m.group("item")))
+        # "art." repeated before an item starts a new article: "art. 24 ust. 1, 2 i 4, art. 25–36"
+        parts.append(((sep + " art.").strip() if m.group(0)[:4].lower() == "art." and parts else sep, m.group("item")))
         pos = m.end()
         s = sep_re.match(text, pos)
         if not s:
@@ -130,6 +131,10 @@ def _unit_range(first: str, last: str) -> list[str]:
     """The unit numbers after ``first`` up to ``last``: "1", "3" -> 2, 3; "3", "3^3" -> 3^1, 3^2, 3^3."""
     if first.isdigit() and last.isdigit() and int(first) < int(last) <= int(first) + 50:
         return [str(n) for n in range(int(first) + 1, int(last) + 1)]
+    if (m := re.fullmatch(r"(\d+)([a-z])", last)) and first.isdigit() and int(first) <= int(m.group(1)) <= int(first) + 50:
+        # "pkt 2–5d": the points up to 5 and the ones inserted after it, 5a … 5d
+        numbers = [str(n) for n in range(int(first) + 1, int(m.group(1)) + 1)]
+        return numbers + [m.group(1) + chr(c) for c in range(ord("a"), ord(m.group(2)) + 1)]
     if m := re.fullmatch(r"(\d+)\^(\d+)", last):
         base, top = m.groups()
         start = 1 if first == base else int(f.group(1)) + 1 if (f := re.fullmatch(rf"{base}\^(\d+)", first)) else None
@@ -138,7 +143,17 @@ def _unit_range(first: str, last: str) -> list[str]:
     return [last]
 
 
-def _expand(parts: list[tuple[str, str]], known: set[str] | None = None, *,
+def _article_range(first: str, last: str, known: list[str] | None) -> list[str]:
+    """The articles from ``first`` to ``last``: those of the act in between when it is the act's own
+    (inserted ones included: "art. 190–205" holds 191^1), else by number."""
+    if not (is_canonical(first) and is_canonical(last)):
+        return []
+    if known and first in known and last in known and known.index(first) < known.index(last):
+        return known[known.index(first):known.index(last) + 1]
+    return expand_range(first, last)
+
+
+def _expand(parts: list[tuple[str, str]], known: list[str] | None = None, *,
             relative: bool = False) -> list[tuple[str | None, str]]:
     """(article, unit) for each target of a list. A bare number after an item with units continues the
     deepest unit ("art. 154 § 1 i 2" cites § 1 and § 2 of art. 154); a range expands ("135–138",
@@ -149,6 +164,8 @@ def _expand(parts: list[tuple[str, str]], known: set[str] | None = None, *,
     for sep, item in parts:
         number, item_units = _units(item)
         is_range = sep in ("–", "-")
+        if sep.endswith("art."):  # a new article, whatever units came before
+            units = [] if not relative else units
         if number is not None and not item_units and (units or relative):
             # a bare number continues the deepest unit: "§ 1 i 2", "pkt 1–3"
             if not units:
@@ -160,7 +177,7 @@ def _expand(parts: list[tuple[str, str]], known: set[str] | None = None, *,
             continue
         if number is not None:
             if is_range and article is not None and not units and not item_units:
-                span = expand_range(article, number) if is_canonical(article) and is_canonical(number) else []
+                span = _article_range(article, number, known)
                 out.extend((a, "") for a in (span[1:] or [number]))
                 article = number
                 continue
@@ -204,7 +221,7 @@ def _act_key(year: int, name: str) -> str:
 def extract(articles: Iterable[Article], base_act: str) -> list[Reference]:
     """The references of every article of one text of an act whose base act is ``base_act``."""
     articles = list(articles)
-    known = {a.number for a in articles}
+    known = [a.number for a in articles]  # in the act's order: a range spans what lies between
     # Acts the text names by date and title with a journal reference (usually at their first mention):
     # a later mention of the same act, without it, refers to the same text.
     cited_by_name: dict[str, str] = {}
@@ -228,12 +245,16 @@ def _cited(cited_by_name: dict[str, str], year: int, name: str) -> str | None:
 
 
 def _unglue(text: str, known: set[str]) -> str:
-    """"art. 155^1i 155^2" -> "art. 155^1 i 155^2": a PDF's text layer glues the word after a superscript
-    to it; split where the act has the number without the letters and not with them."""
+    """"art. 155^1i 155^2" -> "art. 155^1 i 155^2", "art. 22^1gstosuje" -> "art. 22^1g stosuje": a PDF's
+    text layer glues the word after a superscript to it; split after the longest number the act has,
+    where the act has no number with all the letters."""
     def split(m: re.Match) -> str:
-        number = m.group(1) + m.group(2)
-        return m.group(0) if number in known or m.group(1) not in known else f"{m.group(1)} {m.group(2)}"
-    return re.sub(r"(\d+[a-z]{0,3}\^\d+)(i|oraz|lub|albo|w|z)(?=\s)", split, text)
+        head, letters = m.group(1), m.group(2)
+        for n in range(min(3, len(letters)), -1, -1):
+            if head + letters[:n] in known:
+                return m.group(0) if n == len(letters) else f"{head}{letters[:n]} {letters[n:]}"
+        return m.group(0)
+    return re.sub(r"(\d+[a-z]{0,3}\^\d+)([a-ząćęłńóśźż]+)(?=[\s,.;:)])", split, text)
 
 
 def _whose(text: str, at: int, base_act: str, cited_by_name: dict[str, str]) -> tuple[dict, int]:
@@ -258,7 +279,9 @@ def _whose(text: str, at: int, base_act: str, cited_by_name: dict[str, str]) -> 
     return {"kind": "internal", "target_act": base_act}, at
 
 
-def _article_references(a: Article, base_act: str, known: set[str], cited_by_name: dict[str, str]) -> list[Reference]:
+def _article_references(a: Article, base_act: str, known_order: list[str],
+                        cited_by_name: dict[str, str]) -> list[Reference]:
+    known = set(known_order)
     text = _unglue(a.text, known)
     out: list[Reference] = []
     taken: list[tuple[int, int]] = []
@@ -270,7 +293,8 @@ def _article_references(a: Article, base_act: str, known: set[str], cited_by_nam
             continue
         fields, end = _whose(text, m.end(), base_act, cited_by_name)
         words = re.sub(r"\s+", " ", text[m.start():end]).strip()
-        for article, unit in _expand(_split_items(m.group("list")), None):
+        order = known_order if fields["kind"] == "internal" else None
+        for article, unit in _expand(_split_items(m.group("list")), order):
             if article is not None:
                 out.append(Reference(a.number, target_article=article, target_unit=unit, text=words, **fields))
         taken.append((m.start(), end))
