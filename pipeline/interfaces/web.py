@@ -189,9 +189,9 @@ def badge(currency: dict | None) -> dict:
         return {"kind": "stale", "label": "nie obowiązuje", "note": note}
     amended = currency.get("amended_after")
     if amended:
-        names = ", ".join(a["eli"] for a in amended[-2:])
-        more = len(amended) - 2
-        return {"kind": "stale", "label": f"zmieniony później: {names}" + (f" (i {more} inne)" if more > 0 else ""),
+        latest = max(amended, key=lambda a: str(a.get("date") or ""))["eli"]
+        more = len(amended) - 1
+        return {"kind": "stale", "label": f"zmieniony później: {latest}" + (f" (i {more} wcześniej)" if more else ""),
                 "note": note}
     if amended is None:
         return {"kind": "unknown", "label": "aktualność nieznana", "note": note}
@@ -256,20 +256,23 @@ class Web:
             self._acts = (time.monotonic(), acts)
         return acts
 
-    def _form(self, q: str = "", acts: list[str] | None = None, as_of: dt.date | None = None) -> dict:
+    def _form(self, q: str = "", acts: list[str] | None = None, as_of: dt.date | None = None,
+              focus: bool = False) -> dict:
         try:
             choices = [{"act": a["act"], "title": a["title"] or a["act"]} for a in self.stored_acts()]
         except Exception as exc:  # the form still shows; the page's own call reports the error
             log.warning("act list: %s", one_line(exc))
             choices = []
-        return {"q": q, "acts": acts or [], "as_of": as_of, "choices": choices}
+        # Open filters and the focused box belong to the search page; an article page keeps its text in view.
+        return {"q": q, "acts": acts or [], "as_of": as_of, "choices": choices, "open": bool(q and (acts or as_of)),
+                "focus": focus}
 
     # -- pages --
 
     def search(self, request: Request) -> Response:
         q = _question(request, required=False)
         acts, as_of = _acts_filter(request), _date(request, "as_of")
-        context: dict[str, Any] = {"form": self._form(q, acts, as_of), "title": "Szukaj w przepisach"}
+        context: dict[str, Any] = {"form": self._form(q, acts, as_of, focus=not q), "title": "Szukaj w przepisach"}
         if q:
             found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of)
             embedder = self.service.embedder()
@@ -462,12 +465,12 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
         status = getattr(exc, "status_code", 404)
         message = "Nie ma takiej strony." if status == 404 else "Ta strona służy tylko do czytania."
         return web.render("error.html", status=status, title="Błąd", error=PageError(status, message),
-                          form={"q": "", "acts": [], "as_of": None, "choices": []})
+                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
 
     async def server_error(request: Request, exc: Exception) -> Response:
         error = _page_error(exc, request)
         return web.render("error.html", status=error.status, title="Błąd", error=error,
-                          form={"q": "", "acts": [], "as_of": None, "choices": []})
+                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
