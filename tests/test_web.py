@@ -303,3 +303,9 @@ def test_listening_beyond_loopback_warns_and_a_busy_port_is_one_line(site):
     assert busy.returncode == 1
     assert "warning: listening on 0.0.0.0" in busy.stderr
     assert f"cannot listen on 0.0.0.0:{site.port}" in busy.stderr and "Traceback" not in busy.stderr
+
+
+def test_the_diff_page_says_when_there_is_one_text_to_compare(site):
+    # The stand-in corpus stores one text per act: Service.diff says so, and the page passes it on.
+    r = httpx.get(site.base + "/acts/DU/2025/277/art/154/diff", timeout=30)
+    assert r.status_code == 404 and "nothing to compare" in r.text and "Traceback" not in r.text
