@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=5, help="hits the answer reads [5, as ask]")
     ap.add_argument("--mode", default="text", help="search mode [text: needs no embeddings]")
     ap.add_argument("--ids", default="all", choices=("all", "odd", "even"))
+    ap.add_argument("--budget", type=int, default=None, help="context characters [core.limits.CONTEXT_CHARS]")
     ap.add_argument("--questions", default=str(eval_dir() / "dev_questions.pl.jsonl"))
     args = ap.parse_args(argv)
 
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.retrieval.evaluate import load_questions, select_ids
     from pipeline.retrieval.search import search
 
+    budget = CONTEXT_CHARS if args.budget is None else args.budget
     questions = [q for q in select_ids(load_questions(Path(args.questions)), args.ids) if q.answerable]
     rows = []
     with Service(pool_size=1) as law:
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         def run(conn, q):
             hits = search(conn, q.question, embedder, k=MAX_K, mode=args.mode)
             top = hits[: args.k]
-            items = context_for(conn, top, q.question, budget=CONTEXT_CHARS)
+            items = context_for(conn, top, q.question, budget=budget)
             return hits, top, items
 
         stored = law.pool.run(lambda conn: {r[0] for r in conn.execute("SELECT eli FROM current_versions")})
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no question's act is stored: ingest the mirror first")
     mean = lambda key: statistics.mean(r[key] for r in rows)  # noqa: E731
     print(f"{n} answerable questions ({args.ids} ids) with their act stored; mode {args.mode}, k {args.k}, "
-          f"context budget {CONTEXT_CHARS} characters")
+          f"context budget {budget} characters")
     print(f"{'what the answer reads':<44} {'recall':>7} {'chars':>7}")
     print(f"{'top-' + str(args.k) + ' hits':<44} {sum(r['top'] for r in rows) / n:>7.2f} {mean('chars'):>7.0f}")
     print(f"{'top-' + str(args.k) + ' hits + definitions and cited provisions':<44} "

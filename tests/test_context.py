@@ -13,6 +13,7 @@ from embedding_stand_in import StandInEmbedder
 
 from pipeline import Service
 from pipeline.core.errors import ArticleNotFound
+from pipeline.core.limits import CONTEXT_CHARS
 from pipeline.sources import definitions, references
 from pipeline.storage import context, db, history, schema
 
@@ -124,7 +125,7 @@ def test_an_answer_reads_the_definitions_and_provisions_beside_the_articles(law,
     roles = {f.role for f in asked.answer.fragments}
     assert "retrieved" in roles and "definition" in roles
     extra = [f for f in asked.answer.fragments if f.role != "retrieved"]
-    assert sum(len(f.text) for f in extra) <= 2400
+    assert sum(len(f.text) for f in extra) <= CONTEXT_CHARS
     # The question uses a defined term: the offline answer quotes its definition, with its citation.
     assert "Definicja (art. 3 ust. 1 pkt 4)" in asked.answer.text and f"[{PATIENT}, art. 3]" in asked.answer.text
     assert ("DU/2024/581", "3") in asked.answer.citations and not asked.to_dict()["foreign_citations"]

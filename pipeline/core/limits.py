@@ -17,8 +17,8 @@ DEFAULT_K = 5
 
 # What an answer reads beside the retrieved articles (pipeline.retrieval.context): the definitions they
 # use and the provisions they cite, at most this many characters in all, each cut to CONTEXT_ITEM_CHARS.
-# About two fragments' worth (a chunk is at most 1 200 characters): measured in docs/legal-context.md.
-CONTEXT_CHARS = 2400
+# About one fragment's worth (a chunk is at most 1 200 characters): measured in docs/legal-context.md.
+CONTEXT_CHARS = 1200
 CONTEXT_ITEM_CHARS = 800
 
 # A question, not a document: the embedding models read their first 512 tokens (~2 000 characters of
