@@ -86,6 +86,6 @@ COMMENT ON VIEW embedding_status IS
 -- Definer-rights functions must not resolve names through the caller's search_path.
 DO $$
 BEGIN
-    EXECUTE format('ALTER FUNCTION versions_as_of(date) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION versions_as_of(date) SET search_path = pg_catalog, %I, pg_temp', current_schema());
 END
 $$;

@@ -181,8 +181,9 @@ def test_ingest_latest_resolves_the_base_act_and_stores_currency(env):
     result = _cli(env, "ingest", "--act", LABOUR_CODE, "--latest", "--no-embed", "--archive", env["archive"])
     assert result.returncode == 0, result.stderr
     assert f"{LABOUR_CODE} -> newest consolidated text {TJ_2025}" in result.stderr
-    # Its record lists no consolidated texts and the mirror has no /acts/search: the act itself is
-    # ingested, with a warning that a newer text was not looked for (sync checks it the same way).
+    # Its record lists no consolidated texts and /acts/search fails: the act itself is ingested, with a
+    # warning that a newer text was not looked for (sync checks it the same way).
+    env["server"].inject("/acts/search", [Fault.not_found()])
     result = _cli(env, "ingest", "--act", PATIENT_RIGHTS, "--latest", "--no-embed", "--archive", env["archive"])
     assert result.returncode == 0, result.stderr
     assert (f"warning: newer consolidated texts not looked for: {env['server'].url}/acts/search answered 404 "

@@ -215,7 +215,7 @@ def test_two_processes_starting_the_embedded_server_at_once_both_succeed(fresh_h
 @pytest.mark.slow  # a second embedded server, initialised from scratch
 def test_killed_client_leaves_the_server_usable(fresh_home):
     env = {**os.environ, "PIPELINE_HOME": str(fresh_home)}
-    script = ("from pipeline import db; import time, sys; c = db.connect(); "
+    script = ("from pipeline.storage import db; import time, sys; c = db.connect(); "
               "c.execute('BEGIN'); c.execute('CREATE TABLE held (x int)'); print('ready', flush=True); time.sleep(600)")
     client = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
     assert client.stdout.readline().strip() == "ready"

@@ -96,6 +96,7 @@ def test_upgrade_to_0006_then_embed_adds_pieces_to_old_chunks_and_downgrade_drop
     schema.upgrade(url, "0005")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
         m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # as a 0005 pipeline wrote: no pieces
+        m.setattr(store.context, "write", lambda *args: (0, 0))  # nor the legal context (0009)
         _store(c, PATIENT)
     schema.upgrade(url)
     with psycopg.connect(url) as c:
@@ -125,6 +126,7 @@ def test_two_backfills_at_once_write_each_piece_once(scratch_url, monkeypatch):
 
     with db.connect(scratch_url) as c, monkeypatch.context() as m:
         m.setattr(store, "copy_pieces", lambda conn, chunks: 0)
+        m.setattr(store.context, "write", lambda *args: (0, 0))  # an older pipeline: no legal context (0009)
         _store(c, PATIENT)
     first_wrote = threading.Event()
 

@@ -416,6 +416,7 @@ def test_migration_from_0004_backfills_and_downgrades(server_url, monkeypatch):
     schema.upgrade(url, "0004")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
         m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # 0004 has no chunk_pieces (0006)
+        m.setattr(store.context, "write", lambda *args: (0, 0))  # nor the legal context (0009)
         for act in SMALL_ACTS[:2]:
             store_act(c, act)  # no triggers yet: 0004 knows nothing of them
         assert c.execute("SELECT to_regclass('postings')").fetchone()[0] is None
@@ -444,13 +445,14 @@ def test_migration_from_0004_backfills_and_downgrades(server_url, monkeypatch):
         assert len(c.execute(TEXT_SQL, ("przekazanie informacji o incydencie", 5, None, None)).fetchall()) == 5
 
 
-def test_migration_0007_counts_each_text_once_and_downgrades(server_url):
+def test_migration_0007_counts_each_text_once_and_downgrades(server_url, monkeypatch):
     """A database from before 0007 counted the unchanged chunks of a second version twice: the upgrade
     recounts from the postings (which stay), the downgrade counts every chunk again."""
     url = create_database(server_url, "migrate_0007", migrate=False)
     schema.upgrade(url, "0006")
     act = SMALL_ACTS[0]
-    with psycopg.connect(url) as c:
+    with psycopg.connect(url) as c, monkeypatch.context() as m:
+        m.setattr(store.context, "write", lambda *args: (0, 0))  # 0006 has no legal context (0009)
         store_act(c, act)
         parsed = parsed_act(act)
         meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())

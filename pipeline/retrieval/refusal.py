@@ -11,11 +11,12 @@ in docs/retrieval.md.
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from pipeline.core.config import env_number
+from pipeline.core.errors import ConfigError
 from pipeline.indexing.embedders import Embedder
 from pipeline.retrieval.search import Hit, ModelProfile, profile
 
@@ -35,8 +36,14 @@ class Refusal:
 def min_similarity(model: str | None, env: Mapping[str, str] | None = None) -> float:
     """ANSWER_MIN_SIMILARITY when set, else the model's calibrated default."""
     # A ConfigError on every face (the CLI said "unexpected ValueError" where MCP gave a clean line).
-    value = env_number(env if env is not None else os.environ, "ANSWER_MIN_SIMILARITY", float, allow_zero=True,
-                       what="a number")
+    # A cosine floor may be negative: -1 never refuses.
+    raw = (env if env is not None else os.environ).get("ANSWER_MIN_SIMILARITY", "").strip()
+    try:
+        value = float(raw) if raw else None
+    except ValueError:
+        value = math.nan
+    if value is not None and not math.isfinite(value):
+        raise ConfigError(f"ANSWER_MIN_SIMILARITY must be a number, got {raw!r}")
     return profile(model).min_similarity if value is None else float(value)
 
 
