@@ -22,14 +22,16 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import psycopg
 from psycopg.rows import class_row
 
+from pipeline.core.lazy import lazy_module
 from pipeline.storage.db import require_no_transaction, sparsevec_literal
 from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued  # noqa: F401 (enqueue_missing: importable from here, as before)
 from pipeline.indexing.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage.store import write_pieces
+
+np = lazy_module("numpy")
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).

@@ -15,16 +15,17 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-import httpx
-import numpy as np
-
 from pipeline.core import retry
+from pipeline.core.lazy import lazy_module
 from pipeline.core.config import env_number
 from pipeline.core.errors import EmbedderError
 from pipeline.core.redact import redact_url
+
+np = lazy_module("numpy")
+httpx = lazy_module("httpx")
 
 
 @runtime_checkable
@@ -42,8 +43,9 @@ class Embedder(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-# A sparse vector as (feature indices, values): int32 and float32 arrays of one length, indices from 0.
-SparseVector = tuple[np.ndarray, np.ndarray]
+if TYPE_CHECKING:  # (a runtime alias would load numpy on import)
+    # A sparse vector as (feature indices, values): int32 and float32 arrays of one length, indices from 0.
+    SparseVector = tuple[np.ndarray, np.ndarray]
 
 
 @runtime_checkable

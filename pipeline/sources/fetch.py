@@ -20,16 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 
 from pipeline.core import __version__
 # The act id has its own module; these names stay importable from here.
 from pipeline.core.act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
 from pipeline.core.act_id import as_act_id as _as_act_id
 from pipeline.core import retry
+from pipeline.core.lazy import lazy_module
 from pipeline.core.errors import ActNotInApi, FetchError
 from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import looks_like_pdf
+
+httpx = lazy_module("httpx")
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # No project address in it: the one that stood here was a placeholder that led nowhere.

@@ -5,9 +5,7 @@ import hashlib
 from collections.abc import Callable
 
 from pipeline.sources.parse import cache as parse_cache
-from pipeline.sources.parse.html import parse_html
 from pipeline.sources.parse.model import ParsedAct, ParseError, looks_like_pdf
-from pipeline.sources.parse.pdf import parse_pdf
 
 
 def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None = None,
@@ -28,9 +26,15 @@ def parse_text(data: bytes, fmt: str, *, progress: Callable[[str], None] | None 
 
 
 def _parse(data: bytes, fmt: str) -> ParsedAct:
+    # The parsers load on first use: pypdf and lxml cost every `pipeline` command ~0.1 s of start-up,
+    # and most commands (search, show, ask …) parse nothing.
     if fmt == "pdf":
+        from pipeline.sources.parse.pdf import parse_pdf
+
         return parse_pdf(data)
     if fmt == "html":
+        from pipeline.sources.parse.html import parse_html
+
         return parse_html(data)
     raise ParseError(f"unknown text format {fmt!r} (expected pdf or html)")
 
