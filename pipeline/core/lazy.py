@@ -2,22 +2,32 @@
 and most commands (show, acts, db …) never touch them."""
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
+import threading
 from types import ModuleType
+from typing import Any
 
 
-def lazy_module(name: str) -> ModuleType:
-    """``name`` as a module whose code runs when an attribute of it is first read (importlib's
-    LazyLoader); the module itself when something imported it already."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+class _LazyModule:
+    """Stands for a module until an attribute of it is first read, then imports it (under a lock:
+    importlib's own LazyLoader lets a second thread see the module half-run, and the MCP server and
+    the web page embed in worker threads)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._module
+        if module is None:
+            with self._lock:
+                if self._module is None:
+                    self._module = importlib.import_module(self._name)
+                module = self._module
+        return getattr(module, attr)
+
+
+def lazy_module(name: str) -> Any:
+    """``name`` imported when an attribute of it is first read."""
+    return _LazyModule(name)
