@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -28,10 +27,11 @@ from mcp.types import ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from pipeline.core import __version__
-from pipeline.core.errors import ConfigError, PipelineError, one_line
+from pipeline.core.errors import PipelineError, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import ActRecord, ArticleRecord, FoundActRecord, HitRecord, _OPEN
+from pipeline.interfaces.listening import check_port
 
 log = logging.getLogger(__name__)
 
@@ -416,23 +416,8 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> N
              else f"the embedded PostgreSQL in {cfg.pgdata}")
     print(f"pipeline mcp: database: {where}", file=sys.stderr, flush=True)
     if http:
-        _check_port(host, port)
+        check_port(host, port)
         print(f"pipeline mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
         server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")
-
-
-def _check_port(host: str, port: int) -> None:
-    """A ConfigError now, rather than a listening line followed by uvicorn's bind error."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}: {exc.strerror or exc}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another --port)") from None

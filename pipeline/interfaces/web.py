@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, Dat
 from pipeline.core.limits import MAX_QUESTION_CHARS, check_question
 from pipeline.retrieval.refusal import search_warning
 from pipeline.service import Service
+from pipeline.interfaces.listening import check_port
 
 log = logging.getLogger("pipeline.web")
 
@@ -510,20 +510,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _check_port(host: str, port: int) -> None:
-    """A ConfigError now, rather than a listening line followed by uvicorn's bind error."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}: {exc.strerror or exc}") from None
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (choose another --port)") from None
-
-
 def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> None:
     """Run the web page until the process is stopped (Ctrl+C)."""
     import uvicorn
@@ -538,7 +524,7 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> N
         print(f"pipeline serve: warning: listening on {host}: anyone who can reach this machine can read the "
               "page and make it ask the answer model (there is no login); use 127.0.0.1 unless you mean it",
               file=sys.stderr, flush=True)
-    _check_port(host, port)
+    check_port(host, port)
     cfg = settings()
     where = (f"DATABASE_URL {redact_url(cfg.database_url)}" if cfg.database_url
              else f"the embedded PostgreSQL in {cfg.pgdata}")
