@@ -39,7 +39,6 @@ from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
                                   InvalidActId, PipelineError, UsageError, one_line)
 from pipeline.core.limits import MAX_QUESTION_CHARS, check_question
-from pipeline.retrieval.refusal import search_warning
 from pipeline.service import Service
 from pipeline.interfaces.listening import check_port
 
@@ -275,11 +274,9 @@ class Web:
         context: dict[str, Any] = {"form": self._form(q, acts, as_of, focus=not q), "title": "Szukaj w przepisach"}
         if q:
             found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of)
-            embedder = self.service.embedder()
-            refusal = search_warning(found.hits, embedder, found.mode)
             context.update(
-                title=f"{q[:60]} – wyszukiwanie", hits=found.records(), refused=bool(refusal),
-                refusal=NOT_FOUND, warnings=[w for w in found.warnings if w != refusal],
+                title=f"{q[:60]} – wyszukiwanie", hits=found.records(), refused=found.refused,
+                refusal=NOT_FOUND, warnings=[w for w in found.warnings if w != found.refusal],
                 answer_url=search_url(q, acts, as_of, "/answer"), stream_url=search_url(q, acts, as_of, "/answer/stream"),
                 with_model=self.service.answer_config.configured)
         return self.render("search.html", **context)

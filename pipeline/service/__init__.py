@@ -57,6 +57,13 @@ class Found:
     acts: list[str] | None
     hits: list[Hit]
     warnings: list[str] = field(default_factory=list)
+    # The warning that `ask` would refuse these hits (pipeline.retrieval.refusal), one of ``warnings``;
+    # None: they hold something like an answer (or the mode is not the one ask searches with).
+    refusal: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
 
     def records(self) -> list[dict]:
         """The hits as every face gives them (pipeline.service.results.hit_record)."""
@@ -165,7 +172,7 @@ class Service:
         hits, warnings = self.pool.run(run)
         if refusal := search_warning(hits, embedder, mode):  # the rule ask applies: hits this far off answer nothing
             warnings.append(refusal)
-        return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings)
+        return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
 
     def ask(self, question: str, *, k: int = 5, acts: Sequence[str] | None = None, as_of: dt.date | None = None,
             include_repealed: bool = False, rewrite: bool = False, offline: bool = False, stream: bool = True,
