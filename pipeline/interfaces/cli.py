@@ -857,7 +857,7 @@ SYNC_BUSY_EXIT = 75  # EX_TEMPFAIL (sysexits.h): another sync holds the lock; no
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP: port [default: 8000].")
 @friendly
 def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
-    """Serve search_law, get_article, list_acts (and answer, with a model) to MCP clients.
+    """Serve search_law, get_article, compare_versions, list_acts, find_acts (and answer, with a model) to MCP clients.
 
     \b
     stdio (Claude Desktop, Claude Code):  pipeline mcp
