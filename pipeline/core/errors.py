@@ -88,6 +88,13 @@ class UsageError(PipelineError, ValueError):
 MAX_ERROR_CHARS = 500  # a message quoting the caller's input (a 10 000-character article number) stays readable
 
 
+def is_for_the_user(exc: BaseException) -> bool:
+    """Whether a face shows ``exc`` as it is, in one line (else it is a fault: "unexpected …" and a log
+    line): the library's PipelineError, and the database driver's errors, whose messages say what the
+    server refused. One rule for the CLI, the MCP server and the web page."""
+    return isinstance(exc, PipelineError) or type(exc).__module__.split(".")[0] == "psycopg"
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of an error's message (cut at MAX_ERROR_CHARS), or its type's name when it has none."""
     text = str(exc).strip()

@@ -17,7 +17,7 @@ import click
 
 from pipeline.core import __version__, json_default
 from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FIND_LIMIT, FUSIONS, MAX_FIND_LIMIT, MAX_K, MIN_CHARS, MODES
-from pipeline.core.errors import PipelineError, UsageError, one_line
+from pipeline.core.errors import UsageError, is_for_the_user, one_line
 
 # --- errors: one line, non-zero exit, never a traceback (PIPELINE_DEBUG=1 shows it) ----------
 
@@ -42,9 +42,7 @@ def friendly(fn: Callable) -> Callable:
         except Exception as exc:
             if os.environ.get("PIPELINE_DEBUG"):
                 raise
-            import psycopg
-
-            if isinstance(exc, (PipelineError, psycopg.Error)):
+            if is_for_the_user(exc):
                 msg = one_line(exc)
             else:
                 msg = f"unexpected {type(exc).__name__}: {one_line(exc) if str(exc).strip() else ''} (PIPELINE_DEBUG=1 shows the traceback)"

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Literal
 
-import psycopg
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
@@ -27,7 +26,7 @@ from mcp.types import ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from pipeline.core import __version__
-from pipeline.core.errors import PipelineError, one_line
+from pipeline.core.errors import is_for_the_user, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import ActRecord, ArticleRecord, FoundActRecord, HitRecord, _OPEN
@@ -130,15 +129,17 @@ class AnswerResult(TypedDict):
 
 # --- errors ------------------------------------------------------------------------------------------
 
-# Errors whose message is written for the user: one line, says the fix, holds no secret.
-_KNOWN = (PipelineError, ValueError, psycopg.Error)
 
 
 @contextmanager
 def _as_tool_error() -> Iterator[None]:
+    """A failure written for the user (core.errors.is_for_the_user) as a one-line tool error; anything
+    else stays a fault, which the SDK reports and logs."""
     try:
         yield
-    except _KNOWN as exc:
+    except Exception as exc:
+        if not is_for_the_user(exc):
+            raise
         raise ToolError(one_line(exc)) from exc
 
 
@@ -372,7 +373,9 @@ def build_server(service: Service) -> MCPServer:
 def _as_resource_error() -> Iterator[None]:
     try:
         yield
-    except _KNOWN as exc:
+    except Exception as exc:
+        if not is_for_the_user(exc):
+            raise
         raise ResourceError(one_line(exc)) from exc
 
 

@@ -37,7 +37,7 @@ from pipeline.answering.citations import parse_citations
 from pipeline.core import __version__
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
-                                  InvalidActId, PipelineError, UsageError, one_line)
+                                  InvalidActId, UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_QUESTION_CHARS, check_question
 from pipeline.service import Service
 from pipeline.interfaces.listening import check_port
@@ -420,7 +420,7 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback)."""
     if isinstance(exc, PageError):
         return exc
-    detail = one_line(exc) if isinstance(exc, PipelineError) else None
+    detail = one_line(exc) if is_for_the_user(exc) else None
     if isinstance(exc, ArticleNotFound):  # ActNotFound too
         error = PageError(404, "Nie ma takiego artykułu ani aktu w bazie (albo nie obowiązywał w tym dniu).", detail)
     elif isinstance(exc, UsageError):
