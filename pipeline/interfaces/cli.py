@@ -571,8 +571,14 @@ def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_re
 def _print_fragments(fragments: list) -> None:
     click.echo("Fragmenty:", err=True)
     for i, f in enumerate(fragments, start=1):
-        sim = f"{f.similarity:.3f}" if f.similarity is not None else "-"
-        click.echo(f"  {i}. [{f.act}, art. {f.article}] score {f.score:.4f}, similarity {sim}", err=True)
+        if f.role == "definition":  # read beside the hits (docs/legal-context.md), not ranked
+            why = f"definition of „{f.term}” ({f.unit or 'the article'}), used by art. {f.used_by}"
+        elif f.role == "reference":
+            why = f"cited by art. {f.used_by}"
+        else:
+            sim = f"{f.similarity:.3f}" if f.similarity is not None else "-"
+            why = f"score {f.score:.4f}, similarity {sim}"
+        click.echo(f"  {i}. [{f.act}, art. {f.article}] {why}", err=True)
     click.echo(err=True)
 
 
