@@ -129,18 +129,16 @@ class AnswerResult(TypedDict):
 
 # --- errors ------------------------------------------------------------------------------------------
 
-
-
 @contextmanager
-def _as_tool_error() -> Iterator[None]:
-    """A failure written for the user (core.errors.is_for_the_user) as a one-line tool error; anything
-    else stays a fault, which the SDK reports and logs."""
+def _reported_as(error: type[Exception]) -> Iterator[None]:
+    """A failure written for the user (core.errors.is_for_the_user) as a one-line ``error`` (ToolError,
+    ResourceError); anything else stays a fault, which the SDK reports and logs."""
     try:
         yield
     except Exception as exc:
         if not is_for_the_user(exc):
             raise
-        raise ToolError(one_line(exc)) from exc
+        raise error(one_line(exc)) from exc
 
 
 def _validation_line(exc: ValidationError) -> str:
@@ -264,7 +262,7 @@ def build_server(service: Service) -> MCPServer:
         mode: Annotated[Mode, Field(description="hybrid (best), text (statute words), vector (meaning), "
                                                 "sparse (learned word features; the local model only)")] = "hybrid",
     ) -> SearchResult:
-        with _as_tool_error():
+        with _reported_as(ToolError):
             found = service.search(query, k=k, mode=mode, acts=acts, as_of=as_of)
         return found.to_dict()  # type: ignore[return-value]
 
@@ -278,7 +276,7 @@ def build_server(service: Service) -> MCPServer:
         offset: Annotated[int, Field(ge=0, strict=True, description="first character of the page")] = 0,
         max_chars: Annotated[int, Field(ge=200, le=50_000, strict=True, description="page size in characters")] = PAGE_CHARS,
     ) -> ArticleResult:
-        with _as_tool_error():
+        with _reported_as(ToolError):
             found = service.show(act, article, as_of=as_of, version_no=version)
         text = found["text"]
         if offset and offset >= len(text):
@@ -295,13 +293,13 @@ def build_server(service: Service) -> MCPServer:
         from_date: Annotated[dt.date | None, Field(description="the older text: in force on this date")] = None,
         to_date: Annotated[dt.date | None, Field(description="the newer text: in force on this date")] = None,
     ) -> ArticleDiff:
-        with _as_tool_error():
+        with _reported_as(ToolError):
             return service.diff(act, article, from_date=from_date, to_date=to_date)  # type: ignore[return-value]
 
     @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION,
                  annotations=READS_STORED_LAW)
     def list_stored_acts() -> ActsResult:
-        with _as_tool_error():
+        with _reported_as(ToolError):
             return {"acts": service.acts()}  # type: ignore[typeddict-item]
 
     # Read-only, but open-world: it asks the ELI API (ingesting stays an operator's command).
@@ -316,7 +314,7 @@ def build_server(service: Service) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=MAX_FIND_LIMIT, strict=True, description="the most acts")] = FIND_LIMIT,
         stored: Annotated[bool, Field(description="search the stored acts instead of the API")] = False,
     ) -> FindActsResult:
-        with _as_tool_error():
+        with _reported_as(ToolError):
             found = service.find(ActQuery(title, act_type, in_force, year), limit=limit, offline=stored)
         return found.to_dict()  # type: ignore[return-value]
 
@@ -331,14 +329,14 @@ def build_server(service: Service) -> MCPServer:
             acts: Annotated[list[str] | None, Field(description="only these ELI ids")] = None,
             as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
         ) -> AnswerResult:
-            with _as_tool_error():
+            with _reported_as(ToolError):
                 asked = service.ask(question, k=k, acts=acts, as_of=as_of, stream=False)
             return asked.to_dict()  # type: ignore[return-value]
 
     @server.resource("law://acts", name="acts", mime_type="application/json",
                      description="Akty w bazie / the stored acts (as list_acts returns them)")
     def acts_resource() -> ActsResult:
-        with _as_resource_error():
+        with _reported_as(ResourceError):
             return {"acts": service.acts()}  # type: ignore[typeddict-item]
 
     @server.resource("law://acts/{publisher}/{year}/{position}/toc", name="table-of-contents",
@@ -346,7 +344,7 @@ def build_server(service: Service) -> MCPServer:
                      description="Spis treści aktu / an act's table of contents: its chapters and articles, "
                                  "e.g. law://acts/DU/2025/277/toc")
     def toc_resource(publisher: str, year: str, position: str) -> str:
-        with _as_resource_error():
+        with _reported_as(ResourceError):
             toc = service.toc(f"{publisher}/{year}/{position}")
         return render_toc(toc)
 
@@ -367,16 +365,6 @@ def build_server(service: Service) -> MCPServer:
         )
 
     return server
-
-
-@contextmanager
-def _as_resource_error() -> Iterator[None]:
-    try:
-        yield
-    except Exception as exc:
-        if not is_for_the_user(exc):
-            raise
-        raise ResourceError(one_line(exc)) from exc
 
 
 def render_toc(toc: dict) -> str:

@@ -34,6 +34,7 @@ from starlette.staticfiles import StaticFiles
 
 from pipeline.answering.answer import NOT_FOUND, Asked, answer_warnings
 from pipeline.answering.citations import parse_citations
+from pipeline.answering.extractive import stem
 from pipeline.core import __version__
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
@@ -75,12 +76,12 @@ def _question(request: Request, required: bool = True) -> str:
         if required:
             raise PageError(400, "Wpisz pytanie.")
         return ""
-    if len(q) > MAX_QUESTION_CHARS:
-        raise PageError(400, f"Pytanie jest za długie: {len(q)} znaków (najwyżej {MAX_QUESTION_CHARS}). "
-                             "Zapytaj o jedną rzecz, w kilku zdaniach.")
     try:
-        check_question(q)
+        check_question(q)  # the library's rule; the page words its refusal in Polish
     except UsageError as exc:
+        if len(q) > MAX_QUESTION_CHARS:
+            raise PageError(400, f"Pytanie jest za długie: {len(q)} znaków (najwyżej {MAX_QUESTION_CHARS}). "
+                                 "Zapytaj o jedną rzecz, w kilku zdaniach.") from None
         raise PageError(400, "Tego pytania nie da się wyszukać.", str(exc)) from None
     return q
 
@@ -147,9 +148,9 @@ _UNIT = re.compile(r"^(?:(?P<par>§\s*\d+\w*\.)|(?P<ust>\d+\w*\.)(?=\s)|(?P<pkt>
 
 
 def highlight(text: str, query: str) -> Markup:
-    """``text`` escaped, the words that share a stem with the question's (Polish inflects: the first
-    five letters) in <mark>."""
-    stems = {w.lower()[:5] for w in _WORD.findall(query) if len(w) >= 4}
+    """``text`` escaped, the words that share a stem with the question's (the offline answer's crude
+    Polish stem, answering.extractive.stem) in <mark>."""
+    stems = {stem(w) for w in _WORD.findall(query) if len(w) >= 4}
     if not stems:
         return escape(text)
     pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(stems, key=len, reverse=True))) + r")\w*",
@@ -375,7 +376,7 @@ class Web:
             raise PageError(400, "Podaj datę albo wersję, nie obie naraz.")
         found = self.service.show(act, number, as_of=as_of, version_no=version)
         versions = self._versions(found)
-        has_diff = callable(getattr(self.service, "diff", None)) and len(versions) > 1
+        has_diff = len(versions) > 1
         return self.render("article.html", title=f"{found['act']} art. {found['article']}", a=found,
                            units=units(found["text"]), versions=versions, has_diff=has_diff, as_of=as_of,
                            form=self._form(acts=[found["act"]], as_of=as_of))
@@ -391,10 +392,7 @@ class Web:
     def diff(self, request: Request) -> Response:
         act = _act_from_path(request)
         number = request.path_params["article"]
-        diff = getattr(self.service, "diff", None)
-        if not callable(diff):
-            raise PageError(404, "Porównanie wersji nie jest jeszcze dostępne w tej wersji programu.")
-        result = diff(act, number, from_date=_date(request, "from"), to_date=_date(request, "to"))
+        result = self.service.diff(act, number, from_date=_date(request, "from"), to_date=_date(request, "to"))
         return self.render("diff.html", title=f"{act} art. {number}: zmiany", d=result, act=act, article=number,
                            form=self._form(acts=[act]))
 

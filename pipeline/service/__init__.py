@@ -329,9 +329,6 @@ class Service:
                                        max_chars=chunk_chars or self.settings.chunk_chars,
                                        overlap=self.settings.chunk_overlap, jobs=jobs, on_start=on_start,
                                        on_result=on_result, progress=progress, embed_progress=embed_progress)
-        for r in report.acts:
-            if r.act in asked:
-                r.resolved_from = asked[r.act]
         return report
 
     def sync(self, *, archive_dir: Path | None = None, embed: bool = True, restart: bool = False,
