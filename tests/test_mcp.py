@@ -20,7 +20,7 @@ import anyio
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import ELI_MIRROR, REPO, create_database, require_mirror, run_cli
+from conftest import ELI_MIRROR, REPO, create_database, embed_in_bulk, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn
 
 from mcp import Client
@@ -44,18 +44,17 @@ def mcp_url(server_url: str, ollama: OllamaStandIn) -> str:
     """Kodeks pracy + patient rights from the mirror, embedded by the stand-in (a few seconds)."""
     require_mirror()
     from pipeline.storage import db
-    from pipeline.indexing import embed, ingest
+    from pipeline.indexing import ingest
     from pipeline.indexing.embedders import OllamaEmbedder
 
     url = create_database(server_url, "mcp")
     embedder = OllamaEmbedder(ollama.url, "bge-m3")
     with db.connect(url) as c:
-        embed.ensure_space(c, embedder.name, embedder.dimensions, embedder.backend)
         for act in (KP, PATIENT):
             result = ingest.ingest_act(c, url, act, model=embedder.name, archive_dir=Path(tempfile.mkdtemp()),
                                        source_dir=ELI_MIRROR)
             assert result.status == "new", result.error
-        embed.drain(c, embedder, batch_size=256)
+        embed_in_bulk(c, embedder)
     return url
 
 

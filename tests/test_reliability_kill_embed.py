@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import require_mirror
 from ollama_stand_in import OllamaStandIn
-from reliability_helpers import HTML_ACT_2, HTML_ACT_3, kill_run, write_notes
+from reliability_helpers import HTML_ACT, HTML_ACT_2, kill_run, write_notes
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -17,7 +17,7 @@ def _write_notes():
 
 # --- 3. kill -9 at many points, then a rerun (with embedding) ---------------------------------------
 
-EMBED_KILL_ACTS = (HTML_ACT_2, HTML_ACT_3)
+EMBED_KILL_ACTS = (HTML_ACT_2, HTML_ACT)  # 35 articles, then 4: the embedding is the phase looked at here
 # Kill points as in test_reliability_kill.py; here the embedding phase too.
 EMBED_KILL_POINTS = [
     ("after", 0.3), ("line", "DU/2024/1513: parsing HTML", 0.1), ("sql", "COPY chunks"),
@@ -37,7 +37,7 @@ def test_kill_9_during_ingest_with_embedding_then_rerun_and_embed_complete(scrat
         def slow_down(on: bool) -> None:
             # A batch of the killed run takes a moment, so kills also land inside the drain; the
             # reference run and the reruns are checked for what they store, and need no delay.
-            ollama.delay = 0.05 if on else 0.0
+            ollama.delay = 0.1 if on else 0.0
 
         kill_run(scratch_url, EMBED_KILL_ACTS, env, EMBED_KILL_POINTS, "embedding via Ollama stand-in", "bge-m3",
                  slow_down)

@@ -183,13 +183,8 @@ def drain(
             dense = [(h, t) for h, t, no_dense, _ in rows if t is not None and no_dense]
             sparse = [(h, t) for h, t, _, no_sparse in rows if t is not None and no_sparse]
             if dense:
-                vectors = np.asarray(embedder.embed_passages([t for _, t in dense]), dtype=np.float32)
-                with conn.cursor().copy(
-                    "COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)"
-                ) as copy:
-                    copy.set_types(["text", "text", "vector"])
-                    for (h, _), v in zip(dense, vectors):
-                        copy.write_row((h, space.model, v))
+                write_dense(conn, space.model, zip((h for h, _ in dense),
+                                                   embedder.embed_passages([t for _, t in dense])))
             if sparse:
                 assert head is not None
                 write_sparse(conn, space.model, head.sparse_dimensions,
@@ -203,6 +198,18 @@ def drain(
         if progress:
             progress(embedded)
     return done
+
+
+def write_dense(conn: psycopg.Connection, model: str, vectors: Iterable[tuple[str, Sequence[float]]]) -> int:
+    """COPY (content hash, vector) pairs of ``model`` into embeddings (in the caller's transaction);
+    returns how many."""
+    n = 0
+    with conn.cursor().copy("COPY embeddings (content_sha256, model, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["text", "text", "vector"])
+        for h, vector in vectors:
+            copy.write_row((h, model, np.asarray(vector, dtype=np.float32)))
+            n += 1
+    return n
 
 
 def write_sparse(conn: psycopg.Connection, model: str, dimensions: int,
