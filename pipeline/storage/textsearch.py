@@ -43,7 +43,7 @@ CONFIG = "polish"
 DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, polish.stop
 SQL_FILE = SQL_DIR / "polish_fts.sql"
 # Bump when the conversion changes, so installed files are rewritten.
-_CONVERTER_VERSION = "2"
+_CONVERTER_VERSION = "3"
 
 
 def hunspell_source() -> tuple[Path, Path]:
@@ -102,6 +102,11 @@ def convert_hunspell(dic_text: str, aff_text: str) -> tuple[str, str]:
         for flag in dict.fromkeys(f for f in flags if f in prefixes):
             for add in prefixes[flag]:
                 emit(add + word + suffix)
+    # The order of the entries does not change what the dictionary says, but it changes what loading
+    # it costs: PostgreSQL sorts the entries by their flags when a backend first uses the dictionary,
+    # and its sort finds presorted input in one pass. In that order the load takes ~0.23 s instead of
+    # ~0.30 s (bench/textsearch.py), and every new connection that searches or ingests pays it.
+    dict_out.sort(key=lambda entry: (entry.partition("/")[2].encode(), entry.partition("/")[0].lower().encode()))
     return "\n".join(dict_out) + "\n", "\n".join(aff_out) + "\n"
 
 
