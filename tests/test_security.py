@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import REPO, create_database, require_mirror, run_cli
+from conftest import REPO, create_database, embed_in_bulk, require_mirror, run_cli
 from ollama_stand_in import OllamaStandIn
 
 from pipeline.storage import db, schema
@@ -46,7 +46,7 @@ def url(server_url, ollama) -> str:
     with db.connect(url) as c:
         r = ingest.ingest_act(c, url, ACT, model=embedder.name, archive_dir=Path("/nonexistent"), source_dir=mirror)
         assert r.status == "new", r.error
-        embed.drain(c, embedder, batch_size=64)
+        embed_in_bulk(c, embedder)
     return url
 
 
@@ -79,11 +79,19 @@ def one_error(stderr: str) -> str:
 
 # --- SQL injection -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", INJECTIONS)
-def test_hostile_questions_are_only_text(text: str, url: str, env: dict) -> None:
+def test_hostile_questions_are_only_text(url: str, env: dict, ollama) -> None:
+    """Every hostile text through the service that each face calls (text search, hybrid search, the
+    offline answer), and the first of them through the CLI as a user types it."""
+    from pipeline import Service
+
     before = snapshot(url)
-    for args in (["search", text, "--mode", "text", "--json"], ["search", "usługa " + text, "--json"],
-                 ["ask", text, "--offline", "--json"]):
+    with Service(url, embedder=OllamaEmbedder(ollama.url, "bge-m3"), pool_size=1) as service:
+        for text in INJECTIONS:
+            assert isinstance(service.search(text, mode="text").to_dict(), dict)
+            assert isinstance(service.search("usługa " + text).to_dict(), dict)
+            assert service.ask(text, offline=True).answer
+    for args in (["search", INJECTIONS[0], "--mode", "text", "--json"], ["search", "usługa " + INJECTIONS[0], "--json"],
+                 ["ask", INJECTIONS[0], "--offline", "--json"]):
         done = run_cli(*args, env=env, timeout=120)
         assert done.returncode == 0, (args, done.stderr)
         assert isinstance(json.loads(done.stdout), (list, dict))
