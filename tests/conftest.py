@@ -180,9 +180,17 @@ def _count_user(step: int) -> int:
 
 @pytest.fixture(scope="session")
 def server_url(pipeline_home) -> str:
+    """The run's embedded server, made non-durable (PostgreSQL's "Non-Durable Settings" for test
+    servers): no fsync, no waiting for the WAL at commit, no full-page images. Nothing here outlives the
+    run, and no test crashes the server itself (kill -9 hits clients; a stop is clean)."""
     from pipeline.storage import db
 
-    return db.embedded_url()
+    url = db.embedded_url()
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {name} = off")
+        conn.execute("SELECT pg_reload_conf()")
+    return url
 
 
 def create_database(server_url: str, name: str, *, migrate: bool = True) -> str:
