@@ -11,7 +11,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from pipeline.answering.answer import cite
+from pipeline.answering.citations import cite
 from pipeline.indexing.find import ActFound, Pick
 from pipeline.retrieval.search import Hit
 from pipeline.storage.currency import Currency

@@ -1,15 +1,17 @@
 """What `pipeline db status` and `pipeline doctor` report."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.answering.answer import ChatConfig, probe
 from pipeline.core.errors import one_line
 from pipeline.indexing.embedders import EmbedderError, configured_model, embedder_from_env, sparse_head
 from pipeline.storage import db, schema
+
+if TYPE_CHECKING:
+    from pipeline.answering.answer import ChatConfig
 
 
 def database_status(url: str | None = None) -> dict[str, Any]:
@@ -208,6 +210,8 @@ def doctor(config: ChatConfig | None = None) -> list[dict[str, str]]:
         add("embedder", "ok", f"{embedder.backend} {embedder.name}, {len(vector)} dimensions")
     except EmbedderError as exc:
         add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
+
+    from pipeline.answering.answer import ChatConfig, probe  # only doctor asks the model: not every command
 
     config = config or ChatConfig.from_env()
     if config.configured:
