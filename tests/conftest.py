@@ -217,10 +217,7 @@ def _head_template(server_url: str) -> str:
     from pipeline.storage import schema
 
     def build() -> str:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute('DROP DATABASE IF EXISTS "at_head" WITH (FORCE)')
-            conn.execute('CREATE DATABASE "at_head"')
-        url = server_url.replace("/postgres?", "/at_head?")
+        url = create_database(server_url, "at_head", migrate=False)
         schema.upgrade(url)
         return url
 
@@ -348,8 +345,7 @@ def embed_in_bulk(conn, embedder, batch: int = 256) -> None:
     texts = conn.execute("SELECT DISTINCT content_sha256, embed_text FROM embedding_texts ORDER BY 1").fetchall()
     with conn.transaction():
         conn.execute("INSERT INTO embedding_models (model, dimensions, backend, index_type) VALUES (%s, %s, %s, %s)",
-                     (embedder.name, embedder.dimensions, embedder.backend,
-                      "halfvec" if embedder.dimensions > embed.HALFVEC_ABOVE else "vector"))
+                     (embedder.name, embedder.dimensions, embedder.backend, embed.index_type(embedder.dimensions)))
         embed.write_dense(conn, embedder.name, embedded(texts, embedder.embed_passages))
         if head is not None:
             chunk_texts = conn.execute("SELECT DISTINCT content_sha256, embed_text FROM chunks ORDER BY 1").fetchall()

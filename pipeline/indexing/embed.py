@@ -69,14 +69,18 @@ def _index_name(prefix: str, model: str) -> str:
     return f"{prefix}_{slug}_{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
+def index_type(dimensions: int) -> str:
+    """The type a space of ``dimensions`` is indexed as: pgvector's HNSW takes `vector` up to 2000."""
+    return "halfvec" if dimensions > HALFVEC_ABOVE else "vector"
+
+
 def ensure_space(conn: psycopg.Connection, model: str, dimensions: int, backend: str) -> Space:
     """Register a model and give it its own HNSW cosine index (idempotent)."""
-    index_type = "halfvec" if dimensions > HALFVEC_ABOVE else "vector"
     with conn.transaction():
         conn.execute(
             "INSERT INTO embedding_models (model, dimensions, backend, index_type) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT (model) DO NOTHING",
-            (model, dimensions, backend, index_type),
+            (model, dimensions, backend, index_type(dimensions)),
         )
         space = _registered(conn, model)
         assert space is not None  # inserted just above, or there before
