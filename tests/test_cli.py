@@ -1,9 +1,13 @@
 """The CLI as a user meets it: help everywhere, one-line errors, no tracebacks."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 COMMANDS = [[], ["ingest"], ["embed"], ["show"], ["search"], ["ask"], ["eval"], ["doctor"], ["db"], ["db", "upgrade"],
             ["db", "downgrade"], ["db", "status"], ["db", "url"], ["db", "stop"], ["db", "grant-reader"]]
@@ -23,7 +27,9 @@ def test_top_level_help_lists_the_commands():
 
 
 def test_unreachable_database_is_one_clear_line():
-    result = run_cli("db", "status", env={"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}, timeout=60)
+    # The installed entry point in a process of its own: what a user's shell sees.
+    result = run_cli("db", "status", env={"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}, timeout=60,
+                     process=True)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot connect to the database")
@@ -38,9 +44,19 @@ def test_password_in_database_url_is_never_printed():
 
 @pytest.mark.parametrize("args", [["ingest"], ["ingest", "--all"], ["search", ""], ["db", "downgrade", "base"]])
 def test_usage_errors_exit_2_without_traceback(args, scratch_url):
-    result = run_cli(*args, env={"DATABASE_URL": scratch_url}, timeout=120)
+    result = run_cli(*args, env={"DATABASE_URL": scratch_url}, timeout=120, process=True)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and "Error:" in result.stderr
+
+
+def test_a_reader_that_leaves_the_pipe_early_ends_the_command_quietly(scratch_url):
+    """`pipeline acts --json | head -c 0`: exit 1 without a word, as Python advises, rather than death by
+    SIGPIPE (a disposition that would also end a command when a socket drops mid-write)."""
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "acts", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "DATABASE_URL": scratch_url}, cwd=REPO)
+    proc.stdout.close()  # the reader is gone before the command writes
+    stderr = proc.communicate(timeout=120)[1].decode()
+    assert (proc.returncode, stderr) == (1, "")
 
 
 @pytest.mark.parametrize(("args", "env", "code", "message"), [

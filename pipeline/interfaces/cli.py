@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import re
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +28,11 @@ def friendly(fn: Callable) -> Callable:
         except click.exceptions.Exit:
             raise
         except (click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # The reader of stdout went away (`pipeline search … | head`): click's standalone mode
+            # exits 1 without a word, as Python advises. Sockets do not get here: httpx and psycopg
+            # report a dropped connection as their own errors.
             raise
         except UsageError as exc:
             # Bad input found by the library: reported like click's own usage errors (exit 2).
@@ -92,10 +96,16 @@ ACT_ID = ActIdType()
 
 def _service() -> Any:
     """The service a command runs on: one connection (a command does one thing at a time), the
-    dictionary loaded when a query first needs it, not up front."""
+    dictionary loaded when a query first needs it, not up front. Closed when the command ends, so the
+    server sees the session end cleanly rather than the socket drop with the process (and a caller
+    that runs commands in its own process, such as the tests through click's runner, leaks nothing)."""
     from pipeline.service import Service
 
-    return Service(pool_size=1, warm=False)
+    service = Service(pool_size=1, warm=False)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(service.close)
+    return service
 
 
 def _emit_json(data: Any) -> None:
@@ -114,8 +124,10 @@ def main() -> None:
       pipeline search "ile dni urlopu po 10 latach pracy"
       pipeline ask "Ile dni urlopu mi przysługuje?"
     """
-    # `pipeline search … | head`: stop quietly when the reader goes away, like other Unix tools.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGPIPE stays ignored (Python's default), not SIG_DFL: the commands also write to sockets (the
+    # ELI API, the models, `serve` and `mcp` clients), and SIG_DFL would end the process without a
+    # word when one of them drops a connection mid-write. A reader that leaves a pipe early is handled
+    # in friendly() instead.
 
 
 # --- db ------------------------------------------------------------------------------------------
