@@ -116,10 +116,13 @@ class ChatStandIn:
                         return self._error(401, f"Incorrect API key provided: {sent}")
                 if stand_in.fail:
                     return self._error(*stand_in.fail)
-                if body.get("stream"):
-                    self._stream(body)
-                else:
-                    self._complete(body)
+                try:
+                    if body.get("stream"):
+                        self._stream(body)
+                    else:
+                        self._complete(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading (a timeout, a page that was left): a real server moves on
 
             def _error(self, status: int, message: str) -> None:
                 payload = {"error": {"message": message, "type": "stand_in_error", "code": status}}
