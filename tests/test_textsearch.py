@@ -62,6 +62,15 @@ def test_convert_moves_nie_prefix_into_entries():
     assert "SFX Y   y  ego  y" in affix_text
 
 
+def test_convert_drops_the_bare_words_that_change_no_lexeme():
+    aff = "SET UTF-8\nSFX A Y 1\nSFX A   0  a  .\n"
+    # "kota": bare, but rule A derives it from "kot" (ispell gives both): kept. "Kot": found anyway as the
+    # flagged "kot". "ale": nothing derives it, so without it `simple` gives "ale", as ispell did.
+    dic = "4\nkot/A\nkota\nKot\nale\n"
+    dict_text, _ = textsearch.convert_hunspell(dic, aff)
+    assert dict_text.splitlines() == ["kota", "kot/A"]
+
+
 def test_install_dictionary_is_idempotent_and_fast(tmp_path):
     share = tmp_path / "share"
     (share / "tsearch_data").mkdir(parents=True)
@@ -87,6 +96,14 @@ def test_base_forms(conn):
     assert lexemes(conn, "niezdolności") == {"niezdolność"}
     # Stop words are dropped as typed, even where ispell would read "mam" as "mama".
     assert lexemes(conn, "Jaki mam okres, jeśli od lat") == {"okres", "lat", "lato"}
+
+
+def test_words_left_out_of_the_file_keep_their_lexemes(conn):
+    """The installed file leaves out bare words that only stand for themselves (convert_hunspell): the
+    configuration's `simple` gives them as ispell did. A bare word a rule derives from another entry stays."""
+    entries = set((textsearch.embedded_share_dir() / "tsearch_data" / "polish.dict").read_text("utf-8").splitlines())
+    assert "przydzielając" not in entries and lexemes(conn, "przydzielając") == {"przydzielając"}
+    assert "łaknienia" in entries and lexemes(conn, "łaknienia") == {"łaknienia", "łaknienie"}
 
 
 def test_question_form_matches_article_form(conn):

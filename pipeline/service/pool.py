@@ -24,7 +24,7 @@ class ConnectionPool:
     A caller (a CLI command, an MCP tool call in the SDK's worker thread, a web request) takes a
     connection of its own, so a slow call (an answer model thinking for a minute) holds up nobody
     else; the rest wait for a connection. Idle connections stay open because each has loaded the
-    Polish dictionary (~1 s a connection). A connection that broke (server restart, network) is
+    Polish dictionary (~0.2 s a connection). A connection that broke (server restart, network) is
     dropped with the idle ones, which broke with it; without a URL given, that also starts the
     embedded server again if it was stopped (`pipeline db stop`). The schema is brought to head once,
     on the first connection (migrations run implicitly, as for every command).

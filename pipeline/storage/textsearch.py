@@ -22,7 +22,7 @@ Setting up the same dictionary on the docker-compose ``pgvector/pgvector:pg17`` 
     # dictionary, and stored tsvectors must be rebuilt (pipeline.storage.textsearch.fts_mode tells
     # which mode a database is in).
 
-Each backend loads the dictionary on its first use of ``polish`` (about 0.3 s and 25 MB per
+Each backend loads the dictionary on its first use of ``polish`` (about 0.2 s and 25 MB per
 connection, see bench/textsearch.py), so keep connections pooled where latency matters.
 """
 
@@ -43,7 +43,7 @@ CONFIG = "polish"
 DICT_NAME = "polish"  # file stem in tsearch_data: polish.dict, polish.affix, polish.stop
 SQL_FILE = SQL_DIR / "polish_fts.sql"
 # Bump when the conversion changes, so installed files are rewritten.
-_CONVERTER_VERSION = "3"
+_CONVERTER_VERSION = "4"
 
 
 def hunspell_source() -> tuple[Path, Path]:
@@ -104,14 +104,53 @@ def convert_hunspell(dic_text: str, aff_text: str) -> tuple[str, str]:
                 emit(add + word + suffix)
     # The order of the entries does not change what the dictionary says, but it changes what loading
     # it costs: PostgreSQL sorts the entries by their flags when a backend first uses the dictionary,
-    # and its sort finds presorted input in one pass. In that order the load takes ~0.23 s instead of
-    # ~0.30 s (bench/textsearch.py), and every new connection that searches or ingests pays it.
+    # and its sort finds presorted input in one pass. In that order the load took ~0.23 s instead of
+    # ~0.30 s (bench/textsearch.py; ~0.20 s without the self-only words), and every new connection
+    # that searches or ingests pays it.
     def load_order(entry: str) -> tuple[bytes, bytes]:
         word, _, flags = entry.partition("/")
         return flags.encode(), word.lower().encode()
 
+    dict_out = drop_self_only_words(dict_out, aff_out)
     dict_out.sort(key=load_order)
     return "\n".join(dict_out) + "\n", "\n".join(aff_out) + "\n"
+
+
+def drop_self_only_words(entries: list[str], affix_lines: list[str]) -> list[str]:
+    """The entries without the bare words (no affix flags) whose presence changes no lexeme.
+
+    A bare word is only ever found as itself. Where another entry has the same word, ispell still
+    finds it. Where no suffix rule derives the word from another entry, ispell without it finds
+    nothing, and the configuration's next dictionary, ``simple``, gives the word lowercased, as ispell
+    did. A word that some rule could derive from another entry (the rule's condition is not checked,
+    to err on keeping) stays: ispell gives it beside that entry's base form. Of hunspell-pl's 87,662
+    bare words ~62,000 go, and each backend's first use of the dictionary reads that many fewer
+    entries (bench/dictionary_pruning.py checks every word of the dictionary and of the mirror).
+    """
+    flags_of: dict[str, str] = {}  # a word (lowercased, as PostgreSQL reads it) -> the flags of its entries
+    for entry in entries:
+        word, _, flags = entry.partition("/")
+        word = word.lower()
+        flags_of[word] = flags_of.get(word, "") + flags
+    # The ending a suffix rule adds -> what it strips -> the flags of the rules that do so.
+    rules: dict[str, dict[str, set[str]]] = {}
+    for line in affix_lines:
+        parts = line.split()
+        if parts[:1] == ["SFX"] and len(parts) >= 5:
+            add, strip = parts[3].split("/", 1)[0], parts[2]
+            rules.setdefault("" if add == "0" else add.lower(), {}).setdefault(
+                "" if strip == "0" else strip.lower(), set()).add(parts[1])
+    longest = max(map(len, rules), default=0)
+
+    def derivable(word: str) -> bool:
+        for cut in range(max(0, len(word) - longest), len(word) + 1):
+            for strip, flags in rules.get(word[cut:], {}).items():
+                if not flags.isdisjoint(flags_of.get(word[:cut] + strip, ())):
+                    return True
+        return False
+
+    return [entry for entry in entries
+            if "/" in entry or (not flags_of[entry.lower()] and derivable(entry.lower()))]
 
 
 def write_dictionary_files(dest: Path) -> bool:
