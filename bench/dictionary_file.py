@@ -1,19 +1,23 @@
-"""Does leaving the self-only bare words out of polish.dict change any lexeme, and what does it save?
+"""What the shape of polish.dict costs a connection that loads it, and that the shape changes no lexeme.
 
-    .venv/bin/python -m bench.dictionary_pruning [--data DIR] [--runs 7]
+    .venv/bin/python -m bench.dictionary_file [--data DIR] [--runs 7]
 
-Starts its own embedded PostgreSQL under --data and installs two ispell dictionaries beside the shipped
-files: the conversion as shipped (textsearch.convert_hunspell, which drops them) and the same conversion
-with every entry kept. Each goes behind the chain of sql/polish_fts.sql (stop words, ispell, simple).
-Prints the entry counts, the words whose tsvector differs (every dictionary word, every word of the
-mirror's HTML texts and of the eval questions; expected: 0), the texts whose tsvector differs, and the
-first use of each dictionary in a fresh connection (median of --runs).
+Starts its own embedded PostgreSQL under --data and installs three ispell dictionaries beside the
+shipped files, each from textsearch.convert_hunspell:
+  flags_all      every entry, its flags written out, ordered by (flags, word) (converter version 3)
+  flags_pruned   without the bare words that change no lexeme (drop_self_only_words), same format
+  shipped        as shipped: those words left out, flag sets numbered (AF), entries in word order
+Each goes behind the chain of sql/polish_fts.sql (stop words, ispell, simple). Prints the entry counts,
+the words whose tsvector differs between flags_all and shipped (every dictionary word, every word of the
+mirror's HTML texts and of the eval questions; expected: 0), the whole texts whose tsvector differs,
+and each dictionary's first use in a fresh connection (median of --runs).
 """
 from __future__ import annotations
 
 import re
 import statistics
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -22,21 +26,33 @@ from bench import common
 from bench.textsearch import start_server
 from pipeline.storage import textsearch
 
-NAMES = ("bench_all_entries", "bench_shipped")
+NAMES = ("bench_flags_all", "bench_flags_pruned", "bench_shipped")
 CHAIN = "asciiword, word, asciihword, hword, hword_asciipart, hword_part"
 
 
-def both_conversions() -> tuple[list[str], list[str], str]:
-    dic, aff = textsearch.hunspell_source()
-    dic_text, aff_text = dic.read_text("utf-8"), aff.read_text("utf-8")
-    shipped, affix = textsearch.convert_hunspell(dic_text, aff_text)
-    keep_all = textsearch.drop_self_only_words
-    textsearch.drop_self_only_words = lambda entries, affix_lines: entries
+@contextmanager
+def replaced(name: str, stand_in):
+    kept = getattr(textsearch, name)
+    setattr(textsearch, name, stand_in)
     try:
-        every, _ = textsearch.convert_hunspell(dic_text, aff_text)
+        yield
     finally:
-        textsearch.drop_self_only_words = keep_all
-    return every.splitlines(), shipped.splitlines(), affix
+        setattr(textsearch, name, kept)
+
+
+def flags_written_out(entries: list[str], affix_lines: list[str]) -> tuple[list[str], list[str]]:
+    return sorted(entries, key=lambda e: (e.partition("/")[2].encode(), e.partition("/")[0].lower().encode())), affix_lines
+
+
+def three_files() -> list[tuple[str, str]]:
+    """(dict text, affix text) per name of NAMES."""
+    dic, aff = textsearch.hunspell_source()
+    source = dic.read_text("utf-8"), aff.read_text("utf-8")
+    with replaced("_number_flag_sets", flags_written_out):
+        with replaced("drop_self_only_words", lambda entries, affix_lines: entries):
+            flags_all = textsearch.convert_hunspell(*source)
+        flags_pruned = textsearch.convert_hunspell(*source)
+    return [flags_all, flags_pruned, textsearch.convert_hunspell(*source)]
 
 
 def words_and_texts(entries: list[str]) -> tuple[list[str], list[str]]:
@@ -69,12 +85,13 @@ def main() -> None:
     print(common.machine_line(load=True))
     uri = start_server(args.data)
     tsd = textsearch.embedded_share_dir() / "tsearch_data"
-    every, shipped, affix = both_conversions()
-    print(f"entries: {len(every):,} -> {len(shipped):,} ({len(every) - len(shipped):,} bare words left out)")
-    for name, entries in zip(NAMES, (every, shipped)):
-        (tsd / f"{name}.dict").write_text("\n".join(entries) + "\n", "utf-8")
-        (tsd / f"{name}.affix").write_text(affix, "utf-8")
-    words, texts = words_and_texts(every)
+    files = three_files()
+    for name, (dict_text, affix_text) in zip(NAMES, files):
+        print(f"{name}: {dict_text.count(chr(10)):,} entries")
+        (tsd / f"{name}.dict").write_text(dict_text, "utf-8")
+        (tsd / f"{name}.affix").write_text(affix_text, "utf-8")
+    words, texts = words_and_texts(files[0][0].splitlines())
+    first, last = NAMES[0], NAMES[-1]
     try:
         with psycopg.connect(uri, autocommit=True) as conn:
             for name in NAMES:  # what an interrupted run left
@@ -88,12 +105,12 @@ def main() -> None:
                 conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {name} ALTER MAPPING FOR {CHAIN} "
                              f"WITH bench_stop, {name}, pg_catalog.simple")
             differ = conn.execute(
-                f"SELECT w FROM unnest(%s::text[]) w WHERE to_tsvector('{NAMES[0]}', w) <> to_tsvector('{NAMES[1]}', w)",
+                f"SELECT w FROM unnest(%s::text[]) w WHERE to_tsvector('{first}', w) <> to_tsvector('{last}', w)",
                 (words,)).fetchall()
-            print(f"words whose tsvector differs: {len(differ)} of {len(words):,}"
+            print(f"words whose tsvector differs ({first} / {last}): {len(differ)} of {len(words):,}"
                   + (f" (e.g. {', '.join(w for (w,) in differ[:10])})" if differ else ""))
             texts_differ = conn.execute(
-                f"SELECT count(*) FROM unnest(%s::text[]) t WHERE to_tsvector('{NAMES[0]}', t) <> to_tsvector('{NAMES[1]}', t)",
+                f"SELECT count(*) FROM unnest(%s::text[]) t WHERE to_tsvector('{first}', t) <> to_tsvector('{last}', t)",
                 (texts,)).fetchone()[0]
             print(f"texts whose tsvector differs: {texts_differ} of {len(texts)} (the mirror's HTML texts, whole)")
         for name in NAMES:
