@@ -80,6 +80,10 @@ def test_convert_drops_the_bare_words_that_change_no_lexeme():
     # flagged "kot". "ale": nothing derives it, so without it `simple` gives "ale", as ispell did.
     dic = "4\nkot/A\nkota\nKot\nale\n"
     assert entries(*textsearch.convert_hunspell(dic, aff)) == [("kot", "A"), ("kota", "")]
+    # A source that numbers its flag sets itself keeps its entries and numbers as they are.
+    numbered = "SET UTF-8\nAF 1\nAF A\nSFX A Y 1\nSFX A   0  a  .\n"
+    dict_text, _ = textsearch.convert_hunspell("3\nkot/1\nkota\nale\n", numbered)
+    assert dict_text.splitlines() == ["kot/1", "kota", "ale"]
 
 
 def test_install_dictionary_is_idempotent_and_fast(tmp_path):

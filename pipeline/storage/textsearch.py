@@ -102,10 +102,11 @@ def convert_hunspell(dic_text: str, aff_text: str) -> tuple[str, str]:
         for flag in dict.fromkeys(f for f in flags if f in prefixes):
             for add in prefixes[flag]:
                 emit(add + word + suffix)
-    dict_out = drop_self_only_words(dict_out, aff_out)
-    if any(line.split()[:1] == ["AF"] for line in aff_out):  # the source numbers its flag sets itself
-        return "\n".join(dict_out) + "\n", "\n".join(aff_out) + "\n"
-    dict_out, aff_out = _number_flag_sets(dict_out, aff_out)
+    # A source that numbers its flag sets itself (AF) names them by number in its entries, which the two
+    # steps below do not read: it is left as it is.
+    if not any(line.split()[:1] == ["AF"] for line in aff_out):
+        dict_out = drop_self_only_words(dict_out, aff_out)
+        dict_out, aff_out = _number_flag_sets(dict_out, aff_out)
     return "\n".join(dict_out) + "\n", "\n".join(aff_out) + "\n"
 
 
