@@ -58,8 +58,8 @@ def require_mirror() -> Path:
 # The package's bytecode, compiled once. The suite still starts `pipeline` in child processes dozens of
 # times (kill -9 loops, servers, the entry point's own tests); where PYTHONDONTWRITEBYTECODE is set (as on
 # CI machines) no process writes it, and each of them compiled what it imports from source again (~0.09
-# CPU-s of a ~0.3 CPU-s command). compileall writes it whatever that
-# variable says, and skips what is current, so the workers after the first find nothing to do.
+# CPU-s of a ~0.3 CPU-s command). compileall writes it whatever that variable says, and skips what is
+# current, so the workers after the first find nothing to do.
 compileall.compile_dir(REPO / "pipeline", quiet=1)
 
 # One parse cache for the session (pipeline/parse/cache.py), shared with every `pipeline` the tests
@@ -201,10 +201,13 @@ def server_url(pipeline_home) -> str:
     return url
 
 
-def create_database(server_url: str, name: str, *, migrate: bool = True) -> str:
+def create_database(server_url: str, name: str, *, migrate: bool = True, copy_of: str | None = None) -> str:
     """A new, empty database; at head (``migrate``) it is a copy of one migrated once for the run
-    (a copy takes ~0.2 s, running the migrations ~1 s of the server's CPU)."""
-    template = urlsplit(_head_template(server_url)).path.lstrip("/") if migrate else "template1"
+    (a copy takes ~0.2 s, running the migrations ~1 s of the server's CPU). ``copy_of``: a copy of the
+    database at that URL instead."""
+    if copy_of is None:
+        copy_of = _head_template(server_url) if migrate else server_url.replace("/postgres?", "/template1?")
+    template = urlsplit(copy_of).path.lstrip("/")
     with _run_lock("template") if _RUN else contextlib.nullcontext(), \
             psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -315,12 +318,7 @@ def _embedded_copy(server_url: str, template_url: str, name: str, embedder) -> s
     from pipeline.indexing import embed
     from pipeline.storage import db
 
-    template = urlsplit(template_url).path.lstrip("/")
-    with _run_lock("template") if _RUN else contextlib.nullcontext(), \
-            psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    url = server_url.replace("/postgres?", f"/{name}?")
+    url = create_database(server_url, name, copy_of=template_url)
     with db.connect(url) as c:
         embed_in_bulk(c, embedder)
         assert c.execute("SELECT count(*) FROM embeddings").fetchone()[0] > 800

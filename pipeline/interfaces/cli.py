@@ -102,9 +102,7 @@ def _service() -> Any:
     from pipeline.service import Service
 
     service = Service(pool_size=1, warm=False)
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(service.close)
+    click.get_current_context().call_on_close(service.close)
     return service
 
 
