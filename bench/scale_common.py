@@ -1,7 +1,8 @@
 """What the scale benchmarks share (bench.scale_build, scale_search, scale_text, scale_vector,
-scale_sparse, text_two_round): the work folder and the bench's own embedded server, each size's
-database scale_N and its bookkeeping, the query texts and their cached vectors, latency summaries,
-recall, exact scans, HNSW ef_search sweeps, side tables, prewarm, and the command-line harness.
+scale_sparse; also the archived bench.archive.text_two_round): the work folder and the bench's own
+embedded server, each size's database scale_N and its bookkeeping, the query texts and their cached
+vectors, latency summaries, recall, exact scans, HNSW ef_search sweeps, side tables, prewarm, and the
+command-line harness.
 
 Everything lives in a work folder (--work; default $PIPELINE_SCALE_WORK, else ../scale-bench beside
 the repository): the bench server (home/, databases scale_10000, scale_100000, scale_1000000), the

@@ -163,7 +163,7 @@ JOIN postings p USING (lexeme_id) WHERE l.lexeme = ANY (%s) GROUP BY p.chunk_id
 def sparse_arms(conn, queries: list[tuple[list[str], str]], n: int) -> dict[str, dict]:
     """The shipped text arm and the prototype sparse_arm variants on each query's (terms, sparsevec),
     interleaved per query (rotating order): recall@10 of chunks against the postings-exact top 10 (each arm's rows ranked by that
-    score, as text_two_round does, so that impact drift cannot count), and latency."""
+    score, as bench/archive/text_two_round.py does, so that impact drift cannot count), and latency."""
     conn.execute(SPARSE_ARM)
     variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%(terms)s, NULL, NULL, false, %(n)s)",
                                         {"n": k}) for k in (40, 100)}

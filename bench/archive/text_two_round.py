@@ -10,7 +10,7 @@ side by side (per query, rotating order), without the exact scoring of the candi
 follows them in search_text_arm(); recall@10 of chunks is against the exact Σ idf × impact of the
 full lists (as text-bounds). The functions live in pg_temp: nothing is left in the database.
 
-    python -m bench.text_two_round [--work WORK] --size 1000000 [--queries 60] [--share 0.7]
+    python -m bench.archive.text_two_round [--work WORK] --size 1000000 [--queries 60] [--share 0.7]
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ seconds to try. The fixed split rules: odd ids tune, even ids report (docs/retri
 only the tune half is printed; `--report` adds the report half (read it only for settings already
 chosen on the tune half).
 
-    PIPELINE_HOME=../evaldb/home python -m bench.retrieval_explore [--report] [--only prf ...] [--ranks]
+    PIPELINE_HOME=../evaldb/home python -m bench.archive.retrieval_explore [--report] [--only prf ...] [--ranks]
 """
 from __future__ import annotations
 

@@ -2,13 +2,13 @@
 
 `pipeline embed` computes a chunk text's sparse vector with its dense one (revision 0008), and
 back-fills a database embedded before: ~0.2 s a chunk text on 2 cores, ~35 min for the whole mirror.
-`python -m bench.retrieval_explore --only sparse` keeps the vectors it encoded in a cache
+`python -m bench.archive.retrieval_explore --only sparse` keeps the vectors it encoded in a cache
 (~/.cache/pipeline-bench/sparse-e5-small.npz, keyed by content hash); this writes the cached ones
 through the product's own writer (pipeline.indexing.embed.write_sparse, so the triggers count the features
 as they would), encodes the rest, and removes their queue rows left by the back-fill, so that an
 evaluation database gets the sparse arm without the encoding run twice.
 
-    PIPELINE_HOME=... python -m bench.sparse_backfill [--cache PATH]
+    PIPELINE_HOME=... python -m bench.archive.sparse_backfill [--cache PATH]
 """
 from __future__ import annotations
 

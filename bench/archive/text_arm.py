@@ -7,9 +7,9 @@ text arm, statistics recomputed by every ingest) and one upgraded to head:
     (with the code of revision 0004), then in psql: CREATE DATABASE before TEMPLATE postgres;
     CREATE DATABASE after TEMPLATE postgres; and `DATABASE_URL=…/after pipeline db upgrade`.
 
-    python -m bench.text_arm latency --before URL --after URL [--repeats 3] [--postings 10000]
-    python -m bench.text_arm recall --after URL [--postings 50,100,250,500,1000]
-    python -m bench.text_arm ingest --url URL --act DU/2024/581 [--repeats 5]
+    python -m bench.archive.text_arm latency --before URL --after URL [--repeats 3] [--postings 10000]
+    python -m bench.archive.text_arm recall --after URL [--postings 50,100,250,500,1000]
+    python -m bench.archive.text_arm ingest --url URL --act DU/2024/581 [--repeats 5]
 
 `latency`: search_chunks(q, mode => 'text', k => 10) for every eval question, the two databases
 timed interleaved query by query (p50/p95 ms); --postings sets how many postings a lexeme the

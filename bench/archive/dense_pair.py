@@ -9,7 +9,7 @@ ids tune, even ids report; the report column only with --report). Both models' v
 in --cache ($PIPELINE_HOME/bench-cache), so a rerun costs seconds; a first run embeds ~10k chunks with each model (~20 min for
 e5-small, ~4 min for USE on 2 cores, ~4 more with --pieces).
 
-    PIPELINE_HOME=H python -m bench.dense_pair [--pieces] [--report] [--cache DIR]
+    PIPELINE_HOME=H python -m bench.archive.dense_pair [--pieces] [--report] [--cache DIR]
 """
 from __future__ import annotations
 
