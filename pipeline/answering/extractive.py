@@ -10,7 +10,8 @@ import re
 from pipeline.answering.citations import cite
 from pipeline.answering.fragments import Answer, Fragment
 from pipeline.answering.prompts import refusal
-from pipeline.core.numbering import NUMBER
+from pipeline.core import units
+from pipeline.core.numbering import ARTICLE_LABEL
 from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS
 
 EXTRACTIVE_NOTE = "(Bez modelu językowego: poniżej najtrafniejsze fragmenty przepisów, nie odpowiedź.)"
@@ -19,22 +20,22 @@ _UPPER = "A-ZĄĆĘŁŃÓŚŹŻ"
 # Unit boundaries in Polish statutes: paragraphs "§ 2.", ustępy "2.", points "2)", letters "b)",
 # and plain sentence ends. Each lookahead demands a real start, so "w § 1;" or "art. 5." inside
 # a sentence do not split it.
+_SHAPE = units.SHAPES
 _BOUNDARY = re.compile(
-    rf"\s*\n\s*(?=§\s*\d|\d+[a-z]*[.)]\s|[a-z]\)\s)"
+    rf"\s*\n\s*(?=(?:{_SHAPE[units.PARAGRAPH]}|{_SHAPE[units.SECTION]}|{_SHAPE[units.POINT]}|{_SHAPE[units.LETTER]})\s)"
     rf"|(?<=[.:;])\s*\n\s*"
-    rf"|(?<=[.:;])\s+(?=§\s*\d+[a-z]*\.\s+[{_UPPER}])"
-    rf"|(?<=[.:;])\s+(?=\d+[a-z]*\.\s+[{_UPPER}])"
-    rf"|(?<=[:;,])\s+(?=\d+[a-z]*\)\s)"
-    rf"|(?<=[:;,])\s+(?=[a-z]\)\s)"
+    rf"|(?<=[.:;])\s+(?={_SHAPE[units.PARAGRAPH]}\s+[{_UPPER}])"
+    rf"|(?<=[.:;])\s+(?={_SHAPE[units.SECTION]}\s+[{_UPPER}])"
+    rf"|(?<=[:;,])\s+(?={_SHAPE[units.POINT]}\s)"
+    rf"|(?<=[:;,])\s+(?={_SHAPE[units.LETTER]}\s)"
     rf"|(?<=[.!?])\s+(?=[{_UPPER}])"
 )
 # Abbreviations of statutory citations ("Dz. U.", "Dz. Urz. UE", "str.", "z późn. zm.") and of common Polish.
 _ABBREVIATION = re.compile(r"\b(?:art|ust|pkt|lit|poz|nr|dz|u|urz|str|zm|np|tj|m\.in|itp|późn|tzw)\.$",
                            re.IGNORECASE)
 # A stored article begins with its label in canonical form ("Art. 3a^1.": pipeline.sources.parse.model).
-_LABEL_ONLY = re.compile(rf"^(?:Art\.\s*{NUMBER}\.)?\s*(?:§\s*\d+[a-z]*\.|\d+[a-z]*\.)?$")
-_ARTICLE_LABEL = re.compile(rf"^Art\.\s*{NUMBER}\.\s*")
-_POINT = re.compile(r"^(?:\d+[a-z]*|[a-z])\)\s")
+_LABEL_ONLY = re.compile(rf"^(?:{ARTICLE_LABEL})?\s*(?:{_SHAPE[units.PARAGRAPH]}|{_SHAPE[units.SECTION]})?$")
+_ARTICLE_LABEL = re.compile(rf"^{ARTICLE_LABEL}\s*")
 _WORD = re.compile(r"[0-9]+(?:,[0-9]+)?|[^\W\d_]+")
 _STOPWORDS = {
     "ile", "jak", "jaki", "jaka", "jakie", "czy", "kiedy", "gdzie", "kto", "który", "która", "które",
@@ -78,17 +79,17 @@ def split_units(text: str) -> list[str]:
             pieces[-1] += " " + piece
         else:
             pieces.append(piece)
-    units: list[str] = []
+    found: list[str] = []
     lead = ""
     for piece in pieces:
         piece = _ARTICLE_LABEL.sub("", piece)
-        if _POINT.match(piece):
-            units.append(f"{lead} … {piece}" if lead else piece)
+        if units.opens_unit(piece, kinds=(units.POINT, units.LETTER)):
+            found.append(f"{lead} … {piece}" if lead else piece)
         else:
-            units.append(piece)
+            found.append(piece)
             lead = piece if piece.endswith(":") else ""
     # A lead-in alone ("Wymiar urlopu wynosi:") says nothing; its points carry it.
-    return [u for u in units if not u.endswith(":")]
+    return [u for u in found if not u.endswith(":")]
 
 
 def _condition_fit(unit: str, quantities: list[tuple[float, str]]) -> int:
@@ -109,10 +110,10 @@ def _condition_fit(unit: str, quantities: list[tuple[float, str]]) -> int:
 def _fragment_units(fragment: Fragment) -> list[str]:
     """The units of a fragment's wording in force; a later part of a long article begins with the
     previous part's overlap, cut at a word, and its first unit says so ("… ")."""
-    units = split_units(_in_force(fragment.text))
-    if units and fragment.part > 1 and not (units[0][:1].isupper() or units[0].startswith("§")):
-        units[0] = "… " + units[0]
-    return units
+    found = split_units(_in_force(fragment.text))
+    if found and fragment.part > 1 and not (found[0][:1].isupper() or found[0].startswith("§")):
+        found[0] = "… " + found[0]
+    return found
 
 
 def extractive_answer(question: str, fragments: list[Fragment], max_sentences: int = 3) -> Answer:

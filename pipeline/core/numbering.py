@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from pipeline.core.errors import UsageError
+from pipeline.core.units import CITED_WORD
 
 # Letter suffixes are Polish letters ("95ł" exists), ordered as the Polish alphabet.
 _ALPHABET = "aąbcćdeęfghijklłmnńoópqrsśtuvwxyzźż"
@@ -36,7 +37,17 @@ _RANGE = re.compile(rf"^({NUMBER})\s*[–-]\s*({NUMBER})$")
 # What may come before and after a typed number: "art.", "Art", "artykuł(u)"; a unit of the article
 # ("154 § 1 pkt 2", "23 ust. 1": a reader cites the unit, the whole article is what is stored).
 _PREFIX = re.compile(r"^(?:artykuł\w*|art\.?)\s*", re.IGNORECASE)  # the longer first
-_UNIT = re.compile(r"\s*(?:§|ust\.|pkt|lit\.)\s*\S.*$", re.IGNORECASE)
+_UNIT = re.compile(rf"\s*{CITED_WORD}\s*\S.*$", re.IGNORECASE)
+# A stored article's own label, in canonical form: "Art. 3a^1." (pipeline.sources.parse.model); its
+# first line goes on with its first unit or its text ("Art. 5. § 1. …").
+ARTICLE_LABEL = rf"Art\.\s*{NUMBER}\."
+_ARTICLE_LABEL = re.compile(ARTICLE_LABEL + r"\s*")
+
+
+def label_end(line: str) -> int:
+    """Where the text after an article's own label ("Art. 5. ") begins in ``line``; 0 without one."""
+    m = _ARTICLE_LABEL.match(line)
+    return m.end() if m else 0
 
 
 def canonical(typed: str) -> str:

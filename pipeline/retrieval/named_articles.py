@@ -11,12 +11,13 @@ import re
 
 from pipeline.core.codes import code_named
 from pipeline.core.numbering import TYPED, canonical
+from pipeline.core.units import TYPED_WORD
 
 # "art. 52", "art 52", "artykuł 52", "artykułu 151^1", "art. 151¹", "art. 22(1)", "art. 3a^1": the number
 # (as typed: core.numbering), then optionally its units ("§ 1 pkt 2") and the act.
 _ARTICLE = re.compile(
     rf"\bart(?:ykuł\w*|\.)?\s*({TYPED})"
-    r"((?:\s*(?:§|ust\.?|pkt|lit\.?)\s*\S+)*)(?=\s*(.{0,60}))",  # the act: looked at, not consumed
+    rf"((?:\s*{TYPED_WORD}\s*\S+)*)(?=\s*(.{{0,60}}))",  # the act: looked at, not consumed
     re.IGNORECASE,
 )
 

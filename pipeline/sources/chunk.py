@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pipeline.core import units
 from pipeline.sources.parse.articles import TWO_WORDINGS
 from pipeline.sources.parse.model import Article
 
@@ -20,9 +21,18 @@ from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP, MIN_CHARS  
 # vector, and a question about one provision matches that provision better than the whole.
 PIECE_CHARS = 400
 
-# A line that opens a unit: "§ 2.", "2.", "2a.", "3)", "a)" (the article label itself is line 1).
-_UNIT_START = re.compile(r"^(?:§\s*\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\.|\d+[a-z^0-9]*\)|[a-z]\))\s")
+# The units a part may begin with: "§ 2.", "2.", "2a.", "3)", "a)" (the article label itself is line 1);
+# a tiret stays with the line before it.
+_PART_UNITS = (units.PARAGRAPH, units.SECTION, units.POINT, units.LETTER)
 _SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
+
+
+@dataclass(frozen=True)
+class ChunkSizes:
+    """How articles are cut into chunks: the most characters of a part, and the overlap between parts."""
+
+    max_chars: int = DEFAULT_MAX_CHARS
+    overlap: int = DEFAULT_OVERLAP
 
 
 @dataclass(frozen=True)
@@ -118,16 +128,16 @@ def _split(text: str, limit: int) -> list[str]:
 
 
 def _units(text: str) -> list[str]:
-    units: list[str] = []
+    found: list[str] = []
     for line in text.split("\n"):
         line = line.strip()
         if not line:
             continue
-        if units and not _UNIT_START.match(line) and len(units[-1]) < 80:
-            units[-1] += " " + line  # a short label line ("Art. 5.") stays with what follows
+        if found and not units.opens_unit(line, kinds=_PART_UNITS) and len(found[-1]) < 80:
+            found[-1] += " " + line  # a short label line ("Art. 5.") stays with what follows
         else:
-            units.append(line)
-    return units
+            found.append(line)
+    return found
 
 
 def _fit(unit: str, limit: int) -> list[str]:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pipeline.core import units
+from pipeline.core.numbering import label_end
 from pipeline.sources.parse.model import Article
 
 EXTRACTOR = "definitions 2"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
@@ -56,8 +58,6 @@ _SENTENCE = re.compile(
 # Nouns that open "X is …" sentences which state a fact, not a term's meaning ("Celem ustawy jest …").
 _NOT_TERMS = ("celem", "zadaniem", "obowiązkiem", "podstawą", "warunkiem", "organem", "przedmiotem",
               "wyjątkiem", "właściwym", "właściwą", "dniem", "terminem", "okresem")
-_POINT = re.compile(r"^(\d+[a-z]*(?:\^\d+)?)\)\s+(.*)$")
-_LETTER_POINT = re.compile(r"^[a-z]\)\s")
 _WHENEVER = re.compile(
     r"ilekroć\s+w\s+(?:niniejszej\s+)?(?:ustawie|rozdziale|dziale|kodeksie|przepisach[^,]{0,60}?)[^,:\n]{0,60}?\s+"
     r"(?:jest\s+)?mowa\s+(?:jest\s+)?o\s+(?P<term>[^,:\n]{2,120}?)\s*,\s*(?:bez\s+bliższego\s+określenia,\s*)?"
@@ -81,10 +81,6 @@ def _point_terms(body: str) -> tuple[list[str], str] | None:
     return (terms, body) if terms else None
 
 
-# Unit labels at a line's start: "§ 2.", "2.", "2a."
-_PARAGRAPH = re.compile(r"^(?:Art\.\s*\S+\.\s*)?§\s*(\d+[a-z]*(?:\^\d+)?)\.\s*")
-_SECTION = re.compile(r"^(?:Art\.\s*\S+\.\s*)?(\d+[a-z]*(?:\^\d+)?)\.\s+")
-_LABEL = re.compile(r"^Art\.\s*\S+\.\s*")
 
 
 def _clean(term: str) -> str:
@@ -110,29 +106,31 @@ def _article_definitions(a: Article) -> list[Definition]:
         if not line:
             continue
         unit_line = line
-        if m := _PARAGRAPH.match(line):
-            paragraph, section, lead, parent = f"§ {m.group(1)}", "", None, None
-            unit_line = line[m.end():]
-        elif (m := _SECTION.match(line)) and not _POINT.match(line):
-            section, lead, parent = f"ust. {m.group(1)}", None, None
-            unit_line = line[m.end():]
+        opens = units.label(line, label_end(line))
+        if opens is not None and opens.kind == units.PARAGRAPH:
+            paragraph, section, lead, parent = opens.cited, "", None, None
+            unit_line = line[opens.end:]
+        elif opens is not None and opens.kind == units.SECTION:
+            section, lead, parent = opens.cited, None, None
+            unit_line = line[opens.end:]
         else:
-            unit_line = _LABEL.sub("", line)
+            unit_line = line[label_end(line):]
         where = " ".join(u for u in (paragraph, section) if u)
-        point = _POINT.match(line)
+        own = units.label(line)  # a point's or a letter's label opens the line itself
+        point = own if own is not None and own.kind == units.POINT else None
         if lead is not None and point:
             parent = None
-            unit = f"{lead} pkt {point.group(1)}".strip()
-            if found := _point_terms(point.group(2)):
+            unit = f"{lead} {point.cited}".strip()
+            if found := _point_terms(line[point.end:]):
                 out.extend(Definition(a.number, unit, term, line, "list") for term in found[0])
                 if line.endswith(":"):
                     parent = unit
             elif m := _PRZEZ.match(line):
                 out.append(Definition(a.number, unit, _clean(m.group("term")), line, "whenever"))
             continue
-        if lead is not None and _LETTER_POINT.match(line):
-            if parent and (found := _point_terms(line[3:])):
-                out.extend(Definition(a.number, f"{parent} lit. {line[0]}", term, line, "list") for term in found[0])
+        if lead is not None and own is not None and own.kind == units.LETTER:
+            if parent and (found := _point_terms(line[own.end:])):
+                out.extend(Definition(a.number, f"{parent} {own.cited}", term, line, "list") for term in found[0])
             continue  # a definition's own letters
         if lead is not None and line.startswith(("–", "-")) or parent and not point:
             continue  # the closing words of a point

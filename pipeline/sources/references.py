@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pipeline.core.act_id import InvalidActId, parse_act_id
 from pipeline.core.codes import code_named
 from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
+from pipeline.core.units import CITED, CITED_WORD, LETTERS, PARAGRAPH, SECTION
 from pipeline.sources.parse.model import Article
 
 EXTRACTOR = "references 2"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
@@ -44,22 +45,23 @@ _SUP = f"[{SUPERSCRIPTS}]"
 # A number as a statute prints it: "151", "151^1" (the parsers' caret; PDFs may glue the next word to
 # it: "155^1i"), "151¹", "19a", "3a^1", "22^1c".
 _NUM = rf"\d+[a-z]{{0,3}}(?:\s?\^\s?\d+|{_SUP}+)?[a-z]{{0,3}}"
-_UNIT_WORD = r"(?:§|ust\.|pkt|lit\.)"
+_UNIT_WORD = CITED_WORD  # "§", "ust.", "pkt", "lit." (pipeline.core.units)
+_LETTER = rf"{LETTERS}(?![\w])"  # a letter cited: "lit. a"
+_TOP_WORD = "(?:" + "|".join(re.escape(CITED[kind]) for kind in (PARAGRAPH, SECTION)) + ")"  # "§", "ust."
 # One element of a list: a number, optionally followed by units ("§ 1 pkt 2 lit. a").
-_UNIT = rf"{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}\))?"
-_ITEM = rf"(?:{_UNIT_WORD}\s*)?{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
+_ITEM = rf"(?:{_UNIT_WORD}\s*)?{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|{_LETTER}))*"
 # A range is written without spaces ("135–138"); " – " with spaces is a dash in the sentence.
 _SEP = r"(?:\s*,\s*|[–-](?=\d)|\s+(?:i|oraz|lub|albo|a\s+także)\s+)"
 # "art. 30 § 1 pkt 2 i 3, art. 31", "art. 135–138, 143 i 144"
 _ARTICLES = re.compile(
-    rf"\b(?:art\.|artykuł\w*)\s*(?P<list>{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
+    rf"\b(?:art\.|artykuł\w*)\s*(?P<list>{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|{_LETTER}))*"
     rf"(?:{_SEP}(?:art\.\s*)?{_ITEM})*)",
     re.IGNORECASE,
 )
 # A unit of the same article cited alone: "w § 2", "o którym mowa w ust. 1 pkt 3", "§ 1 i 2".
 _RELATIVE = re.compile(
-    rf"(?P<list>(?:§|ust\.)\s*{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|[a-z]{{1,3}}(?![\w])))*"
-    rf"(?:{_SEP}(?:(?:§|ust\.)\s*)?{_NUM}(?![\w)]))*)"
+    rf"(?P<list>{_TOP_WORD}\s*{_NUM}(?:\s*{_UNIT_WORD}\s*(?:{_NUM}|{_LETTER}))*"
+    rf"(?:{_SEP}(?:{_TOP_WORD}\s*)?{_NUM}(?![\w)]))*)"
 )
 _MONTH = r"(?:stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|września|października|listopada|grudnia)"
 # After the list: whose articles they are.
@@ -119,7 +121,7 @@ def _units(item: str) -> tuple[str | None, list[tuple[str, str]]]:
     m = re.match(rf"\s*(?P<num>{_NUM})?", item)
     number = m.group("num") if m and m.group("num") else None
     rest = item[m.end():] if number else item
-    units = [(u.group(1), u.group(2)) for u in re.finditer(rf"({_UNIT_WORD})\s*({_NUM}|[a-z]{{1,3}})", rest)]
+    units = [(u.group(1), u.group(2)) for u in re.finditer(rf"({_UNIT_WORD})\s*({_NUM}|{LETTERS})", rest)]
     return (_canonical(number) if number else None), units
 
 

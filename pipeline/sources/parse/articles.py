@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from pipeline.core import units
+from pipeline.core.numbering import label_end
 from pipeline.sources.parse.model import Article
 
 # "(uchylony)", and "(utracił moc)" for a provision that lost force: neither has text in force.
@@ -33,7 +35,6 @@ TWO_WORDINGS = ("[Tekst jednolity podaje dwa brzmienia tego artykułu: powyższe
 # force later). Only "§" labels: a numbered ustęp ("1.") cannot be told from other numbered lines.
 TWO_PARAGRAPH_WORDINGS = ("[Tekst jednolity podaje dwa brzmienia tego paragrafu: powyższe obowiązuje do wejścia "
                           "w życie zmiany, poniższe – od jej wejścia w życie.]")
-_PARAGRAPH = re.compile(r"^(?:Art\.\s*\S+\s+)?§\s*(\d+[a-z]*(?:\^\d+[a-z]*)?)\.")
 
 
 def _mark_paragraph_wordings(art: Article, warnings: list[str]) -> None:
@@ -41,13 +42,13 @@ def _mark_paragraph_wordings(art: Article, warnings: list[str]) -> None:
     out: list[str] = []
     previous = None
     for line in lines:
-        m = _PARAGRAPH.match(line)
-        if m:
-            if m.group(1) == previous:
+        found = units.label(line, label_end(line))
+        if found is not None and found.kind == units.PARAGRAPH:
+            if found.number == previous:
                 out.append(TWO_PARAGRAPH_WORDINGS)
                 warnings.append(f"art. {art.number} § {previous}: two wordings (now, and after an amendment) "
                                 "kept, marked")
-            previous = m.group(1)
+            previous = found.number
         out.append(line)
     art.text = "\n".join(out)
 

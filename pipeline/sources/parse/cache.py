@@ -43,10 +43,11 @@ def parser_fingerprint() -> str:
 
 
 def parser_files() -> list[Path]:
-    """The code that shapes a parse: this package's modules and the article-number grammar they use
-    (core/numbering.py, outside the package since the stages were split)."""
+    """The code that shapes a parse: this package's modules and the grammars of article numbers and
+    units they use (core/numbering.py, core/units.py)."""
     here = Path(__file__).resolve().parent
-    return sorted(here.glob("*.py")) + [here.parent.parent / "core" / "numbering.py"]
+    core = here.parent.parent / "core"
+    return sorted(here.glob("*.py")) + [core / "numbering.py", core / "units.py"]
 
 
 def cache_dir() -> Path | None:

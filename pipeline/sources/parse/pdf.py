@@ -21,6 +21,7 @@ from pypdf.errors import PdfReadError, PyPdfError
 
 from pipeline.sources.parse.articles import is_repealed, merge_versions
 from pipeline.sources.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
+from pipeline.core import units
 from pipeline.core.numbering import NUMBER, expand_range, is_canonical, split_range
 from pipeline.sources.parse.text import join_hyphenated, join_lines, normalize_spaces
 
@@ -52,8 +53,8 @@ _SIGNATURE = re.compile(
     r"^(Marszałek Sejmu|Prezydent Rzeczypospolitej Polskiej|Prezes Rady Ministrów):"
 )
 _ANNEX = re.compile(r"^Załącznik(?:i)?(?: nr \d+)? do ustawy")
-# A paragraph starts with one of these markers: "§ 2.", "2.", "3)", "a)", "–".
-_MARKER = re.compile(r"^(?:Art\.|§\s*\d|\d+[a-z]*(?:\^\S+)?\.\s|\d+[a-z]*(?:\^\S+)?\)\s|[a-z]{1,3}\)\s|[–-]\s)")
+# A paragraph starts with an article's label or a unit's (pipeline.core.units): "§ 2.", "2.", "3)", "a)", "–".
+_MARKER = re.compile(rf"^(?:Art\.|{units.LABEL})")
 _FOOTNOTE_MARK = re.compile(r"^\d+\)(?:,\s*\d+\))*,?$")
 
 
