@@ -22,7 +22,7 @@ t = [time.perf_counter()]
 marks = {}
 def mark(name):
     t.append(time.perf_counter()); marks[name] = t[-1] - t[-2]
-import pipeline.interfaces.cli, pipeline.retrieval.search, pipeline.indexing.embedders
+import pipeline.interfaces.cli, pipeline.retrieval.search, pipeline.embedders
 mark("imports")
 from pipeline.storage import db, schema
 from pipeline.retrieval import search
@@ -30,7 +30,7 @@ url = db.database_url(); mark("alembic import, server attach")
 schema.ensure_current(url); mark("migration check")
 conn = db.connect(url); mark("connect")
 conn.execute("SELECT to_tsvector('polish', 'urlop')"); conn.rollback(); mark("Polish dictionary load (per connection)")
-emb = pipeline.indexing.embedders.embedder_from_env(); v = emb.embed_query("rozgrzewka"); mark("model load + first query")
+emb = pipeline.embedders.embedder_from_env(); v = emb.embed_query("rozgrzewka"); mark("model load + first query")
 hits = search.search(conn, sys.argv[1], emb, k=5); mark("search (embed query + SQL)")
 from pipeline.retrieval.refusal import decide
 search.vector_gap(conn, emb.name); decide(hits, emb.name); mark("warnings (queue check, refusal verdict)")

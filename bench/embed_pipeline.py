@@ -31,7 +31,7 @@ def main() -> int:
     os.environ.pop("DATABASE_URL", None)
     from pipeline.storage import db, schema
     from pipeline.indexing import embed, ingest
-    from pipeline.indexing.embedders import LocalEmbedder
+    from pipeline.embedders.local import LocalEmbedder
 
     try:
         url = db.embedded_url()

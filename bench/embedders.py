@@ -25,7 +25,10 @@ from pathlib import Path
 import httpx
 
 from bench import common
-from pipeline.indexing.embedders import EmbedderError, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
+from pipeline.embedders import EmbedderError
+from pipeline.embedders.local import LocalEmbedder
+from pipeline.embedders.ollama import OllamaEmbedder
+from pipeline.embedders.openai_compatible import OpenAIEmbedder
 
 HTML_ACTS = ["DU/2024/581", "DU/2019/1781", "DU/2024/917", "DU/2024/1564", "DU/1997/553"]
 

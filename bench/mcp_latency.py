@@ -86,7 +86,7 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
     from mcp.client.stdio import StdioServerParameters
     from pipeline.storage import db
     from pipeline.retrieval import search
-    from pipeline.indexing.embedders import embedder_from_env
+    from pipeline.embedders import embedder_from_env
 
     env = {"DATABASE_URL": url, **{k: v for k, v in os.environ.items() if k.startswith(("EMBED_", "PIPELINE_"))}}
     params = StdioServerParameters(command=sys.executable, args=["-m", "pipeline", "mcp"], env=env, cwd=str(common.REPO))

@@ -47,7 +47,7 @@ import numpy as np
 from bench import common
 from pipeline.storage import db
 from pipeline.storage.db import sparsevec_literal
-from pipeline.indexing.embedders import embedder_from_env, sparse_head
+from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import decide
 from pipeline.retrieval.search import embedded_query, search

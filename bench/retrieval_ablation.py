@@ -3,7 +3,7 @@
 Runs `search_chunks` with each fusion setting on every question of the dev file (and the seed
 file, scored apart) against the database of PIPELINE_HOME / DATABASE_URL, and prints, per setting,
 R@1/R@5/R@10/MRR of both halves and the seeds. Then calibrates the refusal rule on the tune half
-(pipeline/refusal.py signals: best similarity, arm agreement) and reports it on both halves.
+(pipeline/retrieval/refusal.py signals: best similarity, arm agreement) and reports it on both halves.
 
     PIPELINE_HOME=../evaldb/home python -m bench.retrieval_ablation [--dev FILE] [--seed FILE] [--json OUT]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench import common
 from pipeline.storage import db
-from pipeline.indexing.embedders import embedder_from_env, sparse_head
+from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import arms_agree
 from pipeline.retrieval.search import ModelProfile, profile, search

@@ -239,7 +239,7 @@ def query_vectors(work: Path, conn, texts: list[str]) -> np.ndarray:
     cache = work / f"queries-{key}.npz"
     if cache.exists():
         return np.load(cache, allow_pickle=False)["vectors"]
-    from pipeline.indexing.embedders import LocalEmbedder
+    from pipeline.embedders.local import LocalEmbedder
     from pipeline.retrieval.search import embedded_query
 
     expanded = [embedded_query(conn, t) for t in texts]

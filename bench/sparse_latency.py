@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import common
 from pipeline.storage.db import sparsevec_literal, vector_literal
-from pipeline.indexing.embedders import LocalEmbedder
+from pipeline.embedders.local import LocalEmbedder
 from pipeline.retrieval.evaluate import load_questions
 from pipeline.storage.schema import open_current
 from pipeline.retrieval.search import embedded_query, profile

@@ -13,14 +13,10 @@ import httpx
 import numpy as np
 import pytest
 
-from pipeline.indexing.embedders import (
-    EmbedderError,
-    LocalEmbedder,
-    OllamaEmbedder,
-    OpenAIEmbedder,
-    embedder_from_env,
-    model_spec,
-)
+from pipeline.embedders import EmbedderError, embedder_from_env, model_spec
+from pipeline.embedders.local import LocalEmbedder
+from pipeline.embedders.ollama import OllamaEmbedder
+from pipeline.embedders.openai_compatible import OpenAIEmbedder
 
 try:
     from ollama_stand_in import OllamaStandIn, stand_in_vector

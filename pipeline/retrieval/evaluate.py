@@ -10,7 +10,7 @@ import psycopg
 
 from pipeline.storage.articles import canonical_article
 from pipeline.core.act_id import parse_act_id
-from pipeline.indexing.embedders import Embedder, sparse_head
+from pipeline.embedders import Embedder, sparse_head
 from pipeline.core.errors import EvalError
 from pipeline.retrieval.refusal import decide
 from pipeline.retrieval.search import MODES, Hit, search, search_gaps

@@ -6,7 +6,7 @@ The signals come from the hybrid hits (no extra query, no model call):
   the top `agree_depth` of both the vector and the full-text arm.
 A question is refused when its best similarity is below the model's `min_similarity`, or when it
 is below `confident_similarity` and the arms do not agree. No hits, or no similarity (nothing
-embedded among the candidates), is a refusal. Thresholds live in pipeline/search.py MODEL_PROFILES, calibrated
+embedded among the candidates), is a refusal. Thresholds live in pipeline/retrieval/search.py MODEL_PROFILES, calibrated
 in docs/retrieval.md.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from pipeline.core.errors import ConfigError
-from pipeline.indexing.embedders import Embedder
+from pipeline.embedders import Embedder
 from pipeline.retrieval.search import Hit, ModelProfile, profile
 
 

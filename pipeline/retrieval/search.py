@@ -9,7 +9,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from pipeline.core.errors import DatabaseError, PipelineError, UsageError
-from pipeline.indexing.embedders import Embedder, SparseHead, sparse_head
+from pipeline.embedders import Embedder, SparseHead, sparse_head
 from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
@@ -28,7 +28,7 @@ class ModelProfile:
     sparse_weight: float = 1.0  # the sparse arm's, where the embedder has a sparse head
     rrf_k: int = 60
     fetch_k: int | None = None  # candidates per arm (None: the SQL default max(4k, 40))
-    # Refusal (pipeline/refusal.py): below min_similarity always; below confident_similarity when
+    # Refusal (pipeline/retrieval/refusal.py): below min_similarity always; below confident_similarity when
     # no fused top-`agree_top` hit is within the top `agree_depth` of both arms.
     min_similarity: float = 0.5
     confident_similarity: float = 0.0  # 0: the agreement signal is off
