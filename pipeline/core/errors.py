@@ -54,6 +54,10 @@ class IngestError(PipelineError, RuntimeError):
     """An act could not be ingested; nothing of it was written."""
 
 
+class SyncBusy(IngestError):
+    """Another `pipeline sync` holds the lock: try again later (the CLI exits 75, EX_TEMPFAIL)."""
+
+
 class EmbedderError(PipelineError, RuntimeError):
     """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
 

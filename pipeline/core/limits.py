@@ -29,6 +29,8 @@ MAX_QUESTION_CHARS = 5000
 DEFAULT_MAX_CHARS = 1200
 DEFAULT_OVERLAP = 200
 MIN_CHARS = 200  # smaller parts would be mostly context header and overlap
+MAX_CHARS = 20000  # larger parts are more than an embedding model reads
+MAX_JOBS = 64  # processes parsing ahead in a bulk ingest
 
 # pipeline find / ingest --title: acts listed by default and at most; records asked of /acts/search per
 # request (the API's own default page) and at most for one bulk ingest (a year of Dz.U. is ~2 000).

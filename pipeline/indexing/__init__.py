@@ -1,1 +1,1 @@
-"""indexing: getting acts in and searchable: ingest (one act, a whole call, the newest text), sync, the embedders and the embedding worker."""
+"""indexing: getting acts in and searchable: one ingest call (a request, checked once), each act ingested, the newest consolidated text, sync, and the embedding worker that drains the queue."""

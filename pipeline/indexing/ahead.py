@@ -2,7 +2,7 @@
 
 Parsing is CPU-bound Python (pypdf), one core per act; storing is mostly the database's work. For
 ``ingest --all`` and ``--offline`` runs, whose texts are on disk, workers parse ahead into the parse
-cache (pipeline/parse/cache.py) and the ingest loop, which waits for an act's worker before
+cache (pipeline/sources/parse/cache.py) and the ingest loop, which waits for an act's worker before
 ingesting it, then takes the result from the cache. Nothing here decides anything: a worker that
 fails or dies only means the loop parses that act itself, and reports its error as always.
 """

@@ -1,25 +1,25 @@
-"""A whole `pipeline ingest` call: many acts (by id, from an archive, or local files), then the
-embedding of what they queued.
+"""A whole `pipeline ingest` call: many acts (by id, from an archive, by title, or local files), then
+the embedding of what they queued.
 
-The request is checked before the database is touched (:func:`plan`); :func:`ingest_many` does the
-work on a connection it is given (pipeline.service opens it).
+:func:`plan` turns a checked request (pipeline.indexing.request) into the work: the acts and files, and
+what is skipped with the reason; :func:`ingest_many` does it on the ingestion it is given
+(pipeline.service opens its connections).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-
 from pipeline.core.act_id import acts_in
 from pipeline.core.errors import EmbedderError, UsageError, one_line
+from pipeline.embedders import Embedder
 from pipeline.indexing.ahead import ParseAhead, default_jobs
-from pipeline.indexing.embed import ProgressFactory, drain_queue, queued
-from pipeline.indexing.embedders import Embedder
-from pipeline.indexing.ingest import IngestResult, ingest_act, ingest_file, version_id
+from pipeline.indexing.embed import drain_queue, queued
+from pipeline.indexing.ingest import Ingestion, IngestResult, version_id
 from pipeline.indexing.latest import ingest_latest
-from pipeline.sources.fetch import EliClient, has_text
+from pipeline.indexing.request import IngestEvents, IngestRequest
+from pipeline.sources.fetch import has_text
 
 TEXT_SUFFIXES = (".pdf", ".html", ".htm")
 
@@ -71,29 +71,35 @@ def expand_paths(paths: Sequence[Path]) -> list[Path]:
 
 @dataclass
 class IngestPlan:
-    """What one ingest call will do, checked: act ids (from the API, ``source`` or the archive), or
-    files; the acts of an archive that have no text are reported as skipped."""
+    """What one ingest call will do: act ids (from the API, ``request.source`` or the archive), or files;
+    and what is skipped (an archive's acts without a text, a title search's acts already stored …), each
+    reported once, after the acts that ran."""
 
+    request: IngestRequest
     acts: tuple[str, ...]
     files: list[Path]
-    source: Path | None
-    offline: bool
-    archive_dir: Path
-    latest: bool
     skipped: list[IngestResult] = field(default_factory=list)
+    found_as: dict[str, str] = field(default_factory=dict)  # by title: the act ingested -> the act found
+
+    @property
+    def needs_api(self) -> bool:
+        """Acts are fetched from the ELI API (not read from files, a mirror or the archive)."""
+        return bool(self.acts) and not self.files and self.request.source is None and not self.request.offline
 
 
-def plan(*, acts: Sequence[str] = (), paths: Sequence[Path] = (), all_acts: bool = False, source: Path | None = None,
-         offline: bool = False, archive_dir: Path, latest: bool = False) -> IngestPlan:
-    """The ingest call's arguments checked (a UsageError names the one at fault), before any work."""
-    acts = tuple(acts)
-    if source is not None and not source.is_dir():
-        raise UsageError(f"{source} is not a folder", param="--source")
+def plan(request: IngestRequest, *, picked: list | None = None) -> IngestPlan:
+    """The work of a checked ``request``. ``picked``: by title, the picks of the search
+    (pipeline.indexing.find.Pick): those with a ``skip`` are skipped, the others ingested by id."""
+    acts = tuple(request.acts)
     skipped: list[IngestResult] = []
-    if all_acts:
-        if source is None and not offline:
-            raise UsageError("--all needs --source DIR (an archive in the ELI mirror layout) or --offline (dane/)")
-        root = source if source is not None else archive_dir
+    found_as: dict[str, str] = {}
+    if picked is not None:
+        acts = tuple(p.target for p in picked if p.skip is None)
+        skipped = [IngestResult(act=p.target, status="skipped", warnings=[p.skip]) for p in picked if p.skip]
+        found_as = {p.target: p.act for p in picked if p.target != p.act}
+    elif request.all_acts:
+        root = request.source if request.source is not None else request.archive_dir
+        assert root is not None, "a checked request has an archive"
         # "Every act that has a text": one named with --act and lacking a text still fails.
         for aid in acts_in(root):
             if has_text(root, aid):
@@ -101,94 +107,75 @@ def plan(*, acts: Sequence[str] = (), paths: Sequence[Path] = (), all_acts: bool
             else:
                 skipped.append(IngestResult(act=str(aid), status="skipped",
                                             warnings=[f"{aid} has no text in {root} (metadata only)"]))
-    if not acts and not paths:
-        raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
-    if paths and len(acts) > 1:
-        raise UsageError("with file paths, --act may be given once (it names the act of the file)")
-    if latest and (source is not None or offline or paths or not acts):
-        raise UsageError("--latest asks the ELI API about --act IDs; it cannot read --source, --offline or files")
-    return IngestPlan(acts, expand_paths(paths), source, offline, archive_dir, latest, skipped)
+        if not acts and not request.paths:
+            raise UsageError("nothing to ingest: give --act ID, --all with --source, or file paths")
+    return IngestPlan(request, acts, expand_paths(request.paths), skipped, found_as)
 
 
-def ingest_many(
-    conn: psycopg.Connection,
-    url: str,
-    todo: IngestPlan,
-    *,
-    embedder: Embedder | None,
-    model: str | None,
-    max_chars: int,
-    overlap: int,
-    jobs: int | None = None,
-    on_start: Callable[[int, int, str], None] | None = None,
-    on_result: Callable[[IngestResult], None] | None = None,
-    progress: Callable[[str], None] | None = None,
-    embed_progress: ProgressFactory | None = None,
-) -> IngestReport:
-    """Ingest the acts of ``todo``, then embed with ``embedder`` (None: leave them queued for ``model``).
+def ingest_many(ingestion: Ingestion, todo: IngestPlan, *, embedder: Embedder | None,
+                events: IngestEvents = IngestEvents()) -> IngestReport:
+    """Ingest the acts of ``todo``, then embed with ``embedder`` (None: leave them queued for the
+    ingestion's model). An act that fails is a "failed" result, the others still run; every act,
+    skipped ones included, is reported to ``events`` once.
 
-    ``latest``: each act id is resolved through the API to its newest consolidated text, which is
-    ingested as a version of the same act (pipeline.indexing.latest).
-    ``jobs``: processes parsing the next acts ahead when their texts are on disk (``source`` or
-    ``offline``; default: the CPUs, at most 4).
-    ``on_start(i, n, what)`` and ``on_result(result)`` frame each act; ``progress`` gets fetch steps.
-    An act that fails is a "failed" result, the others still run.
-    """
-    sizes = {"max_chars": max_chars, "overlap": overlap}
-    acts, files, source, archive_dir = todo.acts, todo.files, todo.source, todo.archive_dir
+    ``request.latest``: each act id is resolved through the API to its newest consolidated text, which is
+    ingested as a version of the same act (pipeline.indexing.latest). ``request.jobs``: processes parsing
+    the next acts ahead when their texts are on disk (``source`` or ``offline``)."""
+    request = todo.request
     results: list[IngestResult] = []
-    by_id = [] if files else list(acts)
-    total = len(files) + len(by_id)
-    client = EliClient() if by_id and source is None and not todo.offline else None
+    by_id = [] if todo.files else list(todo.acts)
+    total = len(todo.files) + len(by_id)
     on_disk = None  # texts read from disk can be parsed ahead; downloads cannot
-    if not todo.latest and (source is not None or todo.offline):
-        on_disk = source if source is not None else archive_dir
-    ahead = ParseAhead(on_disk, by_id if on_disk else (), default_jobs() if jobs is None else jobs,
-                       require_sums=source is None)
+    if not request.latest and (request.source is not None or request.offline):
+        on_disk = request.source if request.source is not None else request.archive_dir
+    ahead = ParseAhead(on_disk, by_id if on_disk else (), default_jobs() if request.jobs is None else request.jobs,
+                       require_sums=request.source is None)
+
+    def done(result: IngestResult) -> None:
+        if result.act in todo.found_as:  # as --latest says it: what was asked for, what came
+            result.resolved_from = todo.found_as[result.act]
+        results.append(result)
+        events.finished(result)
+
     try:
         for i, act in enumerate(by_id, start=1):
-            if on_start:
-                on_start(i, total, act)
+            events.started(i, total, act)
             ahead.wait(act)
-            if todo.latest:
-                results.append(ingest_latest(conn, url, act, client=client, model=model, archive_dir=archive_dir,
-                                             progress=progress, **sizes))
+            if request.latest:
+                done(ingest_latest(ingestion, act))
             else:
-                results.append(ingest_act(conn, url, act, model=model, archive_dir=archive_dir, source_dir=source,
-                                          offline=todo.offline, client=client, progress=progress, **sizes))
-            if on_result:
-                on_result(results[-1])
+                done(ingestion.act(act, source_dir=request.source, offline=request.offline))
     finally:
         ahead.close()
-        if client:
-            client.close()
-    for j, path in enumerate(files, start=1):
-        if on_start:
-            on_start(j, total, str(path))
-        results.append(ingest_file(conn, url, path, act=acts[0] if acts else None, model=model, **sizes))
-        if on_result:
-            on_result(results[-1])
-    if embedder is not None:
-        # The texts of the versions this run stored or found stored (so a rerun finishes what an
-        # interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is
-        # `pipeline embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's.
-        versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
-        pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
-        conn.rollback()  # reads only: drain_queue commits batches of its own
-        try:
-            embedded = drain_queue(conn, embedder, progress=embed_progress, versions=list(versions.values()))
-        except EmbedderError as exc:  # the model is down: what was stored stays, and the fix is one command
-            stored = sum(r.status in ("new", "unchanged") for r in results)
-            raise EmbedderError(f"{one_line(exc)}; the {stored} act(s) are stored and their texts queued: "
-                                "`pipeline embed` computes the vectors once the model answers") from None
-        # Attribute the work to the acts whose texts waited, in order (versions can share texts).
-        for i, r in enumerate(results):
-            r.embedded = min(pending.get(i, 0), embedded)
-            embedded -= r.embedded
+    for j, path in enumerate(todo.files, start=1):
+        events.started(j, total, str(path))
+        done(ingestion.file(path, act=todo.acts[0] if todo.acts else None))
+    if embedder is not None and results:
+        _embed(ingestion, results, embedder, events)
+    conn = ingestion.conn
     # What `pipeline embed` has left to do: other acts' texts, or, with --no-embed, this run's too.
-    waiting = queued(conn, model)
+    waiting = queued(conn, ingestion.model)
     conn.rollback()
     for r in todo.skipped:
-        if on_result:
-            on_result(r)
+        events.finished(r)
     return IngestReport(results + todo.skipped, waiting)
+
+
+def _embed(ingestion: Ingestion, results: list[IngestResult], embedder: Embedder, events: IngestEvents) -> None:
+    """Embed the texts of the versions this run stored or found stored (so a rerun finishes what an
+    interrupted one left), not the whole queue: a backlog left by `--no-embed` on purpose is `pipeline
+    embed`'s (31k texts of the mirror take hours on a CPU), not every later ingest's."""
+    conn = ingestion.conn
+    versions = {i: v for i, r in enumerate(results) if (v := version_id(conn, r.act, r.version)) is not None}
+    pending = {i: queued(conn, embedder.name, [v]) for i, v in versions.items()}
+    conn.rollback()  # reads only: drain_queue commits batches of its own
+    try:
+        embedded = drain_queue(conn, embedder, progress=events.embed_progress, versions=list(versions.values()))
+    except EmbedderError as exc:  # the model is down: what was stored stays, and the fix is one command
+        stored = sum(r.status in ("new", "unchanged") for r in results)
+        raise EmbedderError(f"{one_line(exc)}; the {stored} act(s) are stored and their texts queued: "
+                            "`pipeline embed` computes the vectors once the model answers") from None
+    # Attribute the work to the acts whose texts waited, in order (versions can share texts).
+    for i, r in enumerate(results):
+        r.embedded = min(pending.get(i, 0), embedded)
+        embedded -= r.embedded

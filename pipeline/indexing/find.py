@@ -7,22 +7,19 @@ is pipeline.indexing.latest's rule (resolve_newest, newest_of), not a second one
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import psycopg
 
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import ActNotInApi, AmbiguousTitle, FetchError, NoActFound, UsageError
 from pipeline.core.limits import FIND_PUBLISHERS, MAX_BULK_RECORDS, SEARCH_PAGE
-from pipeline.indexing.latest import CONSOLIDATED_TEXTS, _short_title, newest_of, resolve_newest
+from pipeline.indexing.latest import newest_of, resolve_newest
 from pipeline.sources.fetch import EliClient
-from pipeline.storage import currency, store
+from pipeline.sources.record import CONSOLIDATED_TEXTS, EliRecord, act_name, consolidated_subject
 
 HAS_CONSOLIDATED = "akt posiada tekst jednolity"  # a base act's status once a consolidated text exists
-_OF_CONSOLIDATION = re.compile(r"jednolitego\s+tekstu\s+\w+\s*", re.IGNORECASE)  # "...tekstu ustawy - Kodeks pracy"
 
 
 @dataclass(frozen=True)
@@ -84,8 +81,8 @@ class ActFound:
     matched: list[str] = field(default_factory=list)  # the records of the answer listed under it
     stored: bool = False
     stored_act: str | None = None  # the stored text that search and show use now
-    record: dict | None = field(default=None, repr=False)  # the act's own record, when known
-    texts: dict[str, dict] = field(default_factory=dict, repr=False)  # the matched records by id
+    record: EliRecord | None = field(default=None, repr=False)  # the act's own record, when known
+    texts: dict[str, EliRecord] = field(default_factory=dict, repr=False)  # the matched records by id
 
     def to_dict(self) -> dict:
         found = asdict(self)
@@ -120,13 +117,13 @@ class Pick:
 # --- the API ----------------------------------------------------------------------------------------
 
 def search_records(client: EliClient, query: ActQuery, *, most: int,
-                   progress: Callable[[str], None] | None = None) -> tuple[list[dict], int]:
+                   progress: Callable[[str], None] | None = None) -> tuple[list[EliRecord], int]:
     """The records /acts/search answers, page by page up to ``most``; and how many match in all."""
-    records: list[dict] = []
+    records: list[EliRecord] = []
     total = 0
     while len(records) < most:
         page = client.search(**query.params(), limit=min(SEARCH_PAGE, most - len(records)), offset=len(records))
-        items = [r for r in page["items"] if isinstance(r, dict) and r.get("ELI")]
+        items = [EliRecord.read(r) for r in page["items"] if isinstance(r, dict) and r.get("ELI")]
         total = int(page.get("totalCount") or len(items))
         records += items
         if progress and total > SEARCH_PAGE:
@@ -136,12 +133,12 @@ def search_records(client: EliClient, query: ActQuery, *, most: int,
     return records, total
 
 
-def group(records: list[dict]) -> list[ActFound]:
+def group(records: list[EliRecord]) -> list[ActFound]:
     """One entry per base act, in the order of the records; no request."""
     by_base: dict[str, ActFound] = {}
     for r in records:
         try:
-            eli, base = str(parse_act_id(str(r["ELI"]))), str(parse_act_id(store.base_eli(r)))
+            eli, base = str(parse_act_id(r.eli)), str(parse_act_id(r.base_eli))
         except FetchError:
             continue
         found = by_base.get(base)
@@ -152,26 +149,18 @@ def group(records: list[dict]) -> list[ActFound]:
         if eli == base:
             _describe(found, r)
         elif found.title is None:
-            found.title = consolidated_subject(str(r.get("title") or ""))
+            found.title = consolidated_subject(r.title)
     return list(by_base.values())
 
 
-def _describe(found: ActFound, record: dict) -> None:
+def _describe(found: ActFound, record: EliRecord) -> None:
     found.record = record
-    found.title = record.get("title") or found.title
-    found.act_type, found.status, found.in_force = record.get("type"), record.get("status"), record.get("inForce")
-    found.announcement_date, found.display_address = record.get("announcementDate"), record.get("displayAddress")
-    found.has_text = bool(record.get("textHTML") or record.get("textPDF"))
-
-
-def consolidated_subject(title: str) -> str | None:
-    """'Obwieszczenie … w sprawie ogłoszenia jednolitego tekstu ustawy - Kodeks pracy' -> 'Kodeks pracy'."""
-    m = _OF_CONSOLIDATION.search(title)
-    return title[m.end():].strip(" -–.") or None if m else None
-
-
-def is_consolidated(record: dict) -> bool:
-    return store.base_eli(record) != str(record.get("ELI")) or bool(_OF_CONSOLIDATION.search(str(record.get("title"))))
+    found.title = record.title or found.title
+    found.act_type, found.status, found.in_force = record.act_type, record.status, record.in_force
+    announced = record.dates.announced
+    found.announcement_date = announced.isoformat() if announced else None
+    found.display_address = record.display_address
+    found.has_text = record.has_text
 
 
 def resolve(client: EliClient, found: ActFound) -> None:
@@ -179,17 +168,17 @@ def resolve(client: EliClient, found: ActFound) -> None:
     record; when the API has no record of it, the newest of the consolidated texts the search matched."""
     texts = [parse_act_id(e) for e in found.matched if e != found.act]
     record = found.record
-    has_some = texts or (record is not None and (record.get("status") == HAS_CONSOLIDATED
-                                                 or currency._refs(record, CONSOLIDATED_TEXTS)))
+    has_some = texts or (record is not None and (record.status == HAS_CONSOLIDATED
+                                                 or record.related(CONSOLIDATED_TEXTS)))
     if not has_some:
         return  # an amending act, a regulation …: no consolidated text to look for
     if record is None:
         try:
-            _describe(found, client.meta(found.act))
+            _describe(found, client.record(found.act))
         except ActNotInApi:
             pass  # e.g. an old base act whose record the API lacks: its texts found are all we know
     if found.record is not None:
-        newest = resolve_newest(client, found.act, meta=found.record)
+        newest = resolve_newest(client, found.act, record=found.record)
         if newest.via != "none":
             found.newest = newest.newest
             return
@@ -198,8 +187,7 @@ def resolve(client: EliClient, found: ActFound) -> None:
 
 def name_key(title: str | None) -> str:
     """A title as compared with what the user typed: no 'Ustawa z dnia …', case, dashes or spaces."""
-    short = _short_title(title or "") or ""
-    return " ".join(short.strip(" -–.").casefold().split())
+    return " ".join(act_name(title).strip(" -–.").casefold().split())
 
 
 def exact_first(acts: list[ActFound], title: str) -> list[ActFound]:
@@ -289,11 +277,11 @@ def pick(found: ActFound, *, original: bool) -> Pick:
     target = found.act if original or not found.newest else found.newest
     chosen = Pick(found.act, found.title, target)
     record = found.texts.get(target) or (found.record if target == found.act else None)
-    if record is not None and target == found.act and not is_consolidated(record) \
-            and str(record.get("type")).casefold() == "obwieszczenie":
+    if record is not None and target == found.act and record.is_announcement \
+            and not record.announces_consolidated_text:
         chosen.skip = (f"{target} is an Obwieszczenie that is not a consolidated text: it carries no articles of "
                        f"an act; ingest it with --act {target} if it is wanted")
-    elif record is not None and not (record.get("textHTML") or record.get("textPDF")):
+    elif record is not None and not record.has_text:
         chosen.skip = f"{target} has metadata only in the ELI API: no text to ingest"
     return chosen
 
@@ -303,11 +291,11 @@ def check_text(client: EliClient, chosen: Pick) -> Pick:
     hint = "" if chosen.target == chosen.act else f" (newest consolidated text of {chosen.act}; --original takes the act)"
     if chosen.skip is None:
         try:
-            record: dict[str, Any] = client.meta(chosen.target)
+            record = client.record(chosen.target)
         except ActNotInApi as exc:
             chosen.skip = str(exc)
         else:
-            if not (record.get("textHTML") or record.get("textPDF")):
+            if not record.has_text:
                 chosen.skip = f"{chosen.target} has metadata only in the ELI API: no text to ingest"
     if chosen.skip and hint not in chosen.skip:
         chosen.skip += hint

@@ -1,6 +1,8 @@
-"""Ingest: fetch (or read) an act, parse it, store it as a version, optionally embed what is new.
+"""Ingest one act: fetch (or read) its record and text, parse, prepare (chunks, legal context) and store
+it as a version, each act logged as a row of ``ingest_runs``.
 
-This is the library API behind ``pipeline ingest`` (:func:`run`); the CLI only adds progress and output.
+An :class:`Ingestion` holds what the acts of one ingest call share (pipeline.indexing.batch runs it for
+``pipeline ingest``, pipeline.indexing.latest and .sync for ``--latest`` and ``pipeline sync``).
 """
 from __future__ import annotations
 
@@ -14,14 +16,17 @@ from pathlib import Path
 
 import psycopg
 
-from pipeline.sources import chunk as chunking
-from pipeline.storage import store
-from pipeline.core.errors import IngestError, one_line
 from pipeline.core.act_id import ActId, act_id_from_path, parse_act_id
-from pipeline.storage.db import require_no_transaction
+from pipeline.core.errors import IngestError, one_line
+from pipeline.sources.chunk import ChunkSizes
 from pipeline.sources.fetch import EliClient, FetchError, fetch_act
 from pipeline.sources.parse import ParsedAct, ParseError
 from pipeline.sources.parse.read import parse_text, sniff_format
+from pipeline.sources.prepare import prepare
+from pipeline.sources.record import EliRecord
+from pipeline.storage import store
+from pipeline.storage.db import require_no_transaction
+from pipeline.storage.runs import RunLog
 
 
 @dataclass
@@ -45,130 +50,113 @@ class IngestResult:
         return asdict(self)
 
 
-def local_meta(path: Path, act_id: ActId, parsed: ParsedAct) -> dict:
-    """meta.json beside the file when there is one (mirror layout), else a minimal record."""
+def local_record(path: Path, act_id: ActId, parsed: ParsedAct) -> EliRecord:
+    """meta.json beside the file when there is one (mirror layout) and it is the act's, else a record
+    made up for the file."""
     beside = path.parent / "meta.json"
     if beside.is_file():
         try:
             meta = json.loads(beside.read_text(encoding="utf-8"))
-            if meta.get("ELI") == str(act_id):
-                return meta
+            if isinstance(meta, dict) and meta.get("ELI") == str(act_id):
+                return EliRecord.read(meta, act_id)
         except ValueError:
             pass
-    return {"ELI": str(act_id), "publisher": act_id.publisher, "year": act_id.year, "pos": act_id.pos,
-            "title": parsed.title, **store.local_record(path.name)}
+    return EliRecord.for_local_file(act_id, parsed.title, path.name)
 
 
-def ingest_document(
-    conn: psycopg.Connection,
-    meta: dict,
-    data: bytes,
-    fmt: str,
-    *,
-    model: str | None,
-    max_chars: int,
-    overlap: int,
-    parsed: ParsedAct | None = None,
-) -> IngestResult:
-    """Parse (unless given) and store one text; raises ParseError before anything is written."""
-    t0 = time.perf_counter()
-    parsed = parsed or parse_text(data, fmt)
-    if not parsed.articles:
-        raise ParseError(f"{meta.get('ELI')}: no articles found in the {fmt.upper()} text")
-    stored = store.store_version(conn, meta, parsed, source_sha256=hashlib.sha256(data).hexdigest(),
-                                 model=model, max_chars=max_chars, overlap=overlap)
-    return IngestResult(
-        act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
-        chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,
-        pages=parsed.pages, seconds=time.perf_counter() - t0, warnings=parsed.warnings,
-    )
+@dataclass
+class Ingestion:
+    """What the acts of one ingest call share: the connection their texts are stored on (no transaction
+    open: each act commits its own), the run log, the embedding model whose queue gets the new texts
+    (None: queued for none; `pipeline embed` queues what lacks a vector when it starts), where raw
+    responses are archived, the chunk sizes, the ELI client (None: none needed, or one per fetch), and
+    where fetch steps are told."""
 
+    conn: psycopg.Connection
+    runs: RunLog
+    model: str | None
+    archive_dir: Path
+    sizes: ChunkSizes = field(default_factory=ChunkSizes)
+    client: EliClient | None = None
+    progress: Callable[[str], None] | None = None
 
-def ingest_act(
-    conn: psycopg.Connection,
-    url: str,
-    act: str,
-    *,
-    model: str | None,
-    archive_dir: Path,
-    source_dir: Path | None = None,
-    offline: bool = False,
-    client: EliClient | None = None,
-    max_chars: int = chunking.DEFAULT_MAX_CHARS,
-    overlap: int = chunking.DEFAULT_OVERLAP,
-    progress: Callable[[str], None] | None = None,
-) -> IngestResult:
-    """Fetch an act by ELI id and ingest it. Failures are returned (status "failed"), logged in ingest_runs
-    (through their own connections to ``url``, so that a failed act's run is recorded).
+    def document(self, record: EliRecord, data: bytes, fmt: str, parsed: ParsedAct | None = None) -> IngestResult:
+        """Parse (unless given), prepare and store one text; raises ParseError before anything is written."""
+        t0 = time.perf_counter()
+        parsed = parsed or parse_text(data, fmt)
+        if not parsed.articles:
+            raise ParseError(f"{record.eli}: no articles found in the {fmt.upper()} text")
+        text = prepare(record, parsed, source_sha256=hashlib.sha256(data).hexdigest(), max_chars=self.sizes.max_chars,
+                       overlap=self.sizes.overlap, stored_under=store.record_in_effect(self.conn, record))
+        stored = store.store_version(self.conn, text, model=self.model)
+        return IngestResult(
+            act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
+            chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,
+            pages=parsed.pages, seconds=time.perf_counter() - t0, warnings=parsed.warnings,
+        )
 
-    ``conn`` must have no transaction open: the act is stored and committed in a transaction of its
-    own. ``model`` names the embedding model whose queue gets the new texts (None: queued for none;
-    `pipeline embed` queues what lacks a vector when it starts)."""
-    try:
-        act_id = parse_act_id(act)
-    except FetchError as exc:
-        return IngestResult(act=act, status="failed", error=str(exc))
+    def act(self, act: str, *, source_dir: Path | None = None, offline: bool = False) -> IngestResult:
+        """Fetch an act by ELI id (from the API, ``source_dir`` or, ``offline``, the archive) and ingest
+        it. Failures are returned (status "failed") and logged, the act committed in a transaction of its own."""
+        try:
+            act_id = parse_act_id(act)
+        except FetchError as exc:
+            return IngestResult(act=act, status="failed", error=str(exc))
 
-    def work() -> IngestResult:
-        fetched = fetch_act(act_id, client=client, archive_dir=archive_dir, offline=offline,
-                            source_dir=source_dir, progress=progress)
-        parsed = parse_text(fetched.text, fetched.format, progress=progress, label=str(act_id))
-        return ingest_document(conn, fetched.meta, fetched.text, fetched.format,
-                               model=model, max_chars=max_chars, overlap=overlap, parsed=parsed)
+        def work() -> IngestResult:
+            fetched = fetch_act(act_id, client=self.client, archive_dir=self.archive_dir, offline=offline,
+                                source_dir=source_dir, progress=self.progress)
+            parsed = parse_text(fetched.text, fetched.format, progress=self.progress, label=str(act_id))
+            return self.document(fetched.record, fetched.text, fetched.format, parsed)
 
-    source = str(source_dir) if source_dir else ("archive" if offline else (client.base_url if client else "eli"))
-    return _logged_run(conn, url, str(act_id), source, work)
+        client = self.client.base_url if self.client else "eli"
+        source = str(source_dir) if source_dir else ("archive" if offline else client)
+        return self._logged(str(act_id), source, work)
 
+    def file(self, path: Path, *, act: str | None = None) -> IngestResult:
+        """Ingest a local PDF or HTML file as a text of ``act`` (None: the act its name says)."""
+        label = act or path.name
+        try:
+            act_id = parse_act_id(act) if act else act_id_from_path(path)
+            label = str(act_id)
+        except (FetchError, IngestError) as exc:
+            return IngestResult(act=label, status="failed", error=str(exc))
 
-def ingest_file(
-    conn: psycopg.Connection,
-    url: str,
-    path: Path,
-    *,
-    act: str | None,
-    model: str | None,
-    max_chars: int = chunking.DEFAULT_MAX_CHARS,
-    overlap: int = chunking.DEFAULT_OVERLAP,
-) -> IngestResult:
-    label = act or path.name
-    try:
-        act_id = parse_act_id(act) if act else act_id_from_path(path)
-        label = str(act_id)
-    except (FetchError, IngestError) as exc:
-        return IngestResult(act=label, status="failed", error=str(exc))
+        def work() -> IngestResult:
+            data = path.read_bytes()
+            fmt = sniff_format(data, path.name)
+            parsed = parse_text(data, fmt)
+            return self.document(local_record(path, act_id, parsed), data, fmt, parsed)
 
-    def work() -> IngestResult:
-        data = path.read_bytes()
-        fmt = sniff_format(data, path.name)
-        parsed = parse_text(data, fmt)
-        meta = local_meta(path, act_id, parsed)
-        return ingest_document(conn, meta, data, fmt, model=model, max_chars=max_chars, overlap=overlap,
-                               parsed=parsed)
+        return self._logged(label, str(path), work)
 
-    return _logged_run(conn, url, label, str(path), work)
+    def _logged(self, eli: str, source: str, work: Callable[[], IngestResult]) -> IngestResult:
+        """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
+        anything else (a bug, Ctrl-C) marks the run failed and propagates."""
+        # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
+        # that the caller could still roll back, while ingest_runs already said "new".
+        require_no_transaction(self.conn, "ingest")
+        t0 = time.perf_counter()
+        run_id = self.runs.start(eli, source)
+        try:
+            result = work()
+        except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
+            self.conn.rollback()
+            result = IngestResult(act=eli, status="failed", error=one_line(exc))
+        except BaseException as exc:
+            self._abandon(run_id, exc)
+            raise
+        result.seconds = time.perf_counter() - t0
+        self.runs.finish(run_id, result.status, message=result.error, stats=result.to_dict(),
+                         version_id=version_id(self.conn, result.act, result.version))
+        return result
 
-
-def _logged_run(conn: psycopg.Connection, url: str, eli: str, source: str,
-                work: Callable[[], IngestResult]) -> IngestResult:
-    """Run one act's ingest as a row of ingest_runs: expected failures become a "failed" result;
-    anything else (a bug, Ctrl-C) marks the run failed and propagates."""
-    # The act is committed in a transaction of its own; inside the caller's it would be a savepoint
-    # that the caller could still roll back, while ingest_runs already said "new".
-    require_no_transaction(conn, "ingest")
-    t0 = time.perf_counter()
-    run_id = store.start_run(url, eli, source)
-    try:
-        result = work()
-    except (FetchError, ParseError, IngestError, OSError, ValueError) as exc:
-        conn.rollback()
-        result = IngestResult(act=eli, status="failed", error=one_line(exc))
-    except BaseException as exc:
-        _abandon(conn, url, run_id, exc)
-        raise
-    result.seconds = time.perf_counter() - t0
-    store.finish_run(url, run_id, result.status, message=result.error, stats=result.to_dict(),
-                     version_id=version_id(conn, result.act, result.version))
-    return result
+    def _abandon(self, run_id: int, exc: BaseException) -> None:
+        """An unexpected error or an interrupt: the run is marked failed (not left "running"), then it propagates."""
+        with contextlib.suppress(Exception):
+            self.conn.rollback()
+        with contextlib.suppress(Exception):
+            self.runs.finish(run_id, "failed", message=one_line(exc))
 
 
 def version_id(conn: psycopg.Connection, eli: str, version_no: int | None) -> int | None:
@@ -179,11 +167,3 @@ def version_id(conn: psycopg.Connection, eli: str, version_no: int | None) -> in
                        (eli, version_no)).fetchone()
     conn.rollback()
     return row[0] if row else None
-
-
-def _abandon(conn: psycopg.Connection, url: str, run_id: int, exc: BaseException) -> None:
-    """An unexpected error or an interrupt: the run is marked failed (not left "running"), then it propagates."""
-    with contextlib.suppress(Exception):
-        conn.rollback()
-    with contextlib.suppress(Exception):
-        store.finish_run(url, run_id, "failed", message=one_line(exc))

@@ -1,8 +1,8 @@
-"""Keep stored acts current: resolve a base act to its newest consolidated text, re-check every act.
+"""Keep stored acts current: re-check every stored act against the ELI API, ingest what changed.
 
-``ingest_latest`` is ``pipeline ingest --latest``; ``sync`` is ``pipeline sync``. Both ask the ELI
-API through the same polite client as ingest (rate limit, retries); ``sync`` downloads a text only
-when the act's metadata changed or a newer consolidated text appeared.
+``sync`` is ``pipeline sync``. It asks the ELI API through the same polite client as ingest (rate
+limit, retries), resolves a consolidated text to its base act's newest one by pipeline.indexing.latest's
+rule, and downloads a text only when the act's record changed or a newer consolidated text appeared.
 """
 from __future__ import annotations
 
@@ -12,23 +12,22 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pipeline.storage import currency, db, store
-from pipeline.core.errors import ActNotInApi, one_line
-from pipeline.sources.fetch import EliClient, FetchError, fetch_act, parse_act_id
-from pipeline.indexing.ingest import IngestError, ingest_act, version_id
-from pipeline.indexing.latest import NOT_LOOKED_FOR, resolve_newest
-from pipeline.sources.parse import ParseError
+from pipeline.core.errors import ActNotInApi, IngestError, SyncBusy, one_line
 from pipeline.indexing.embed import ProgressFactory, drain_queue
-from pipeline.indexing.embedders import Embedder
+from pipeline.indexing.ingest import Ingestion, version_id
+from pipeline.indexing.latest import NOT_LOOKED_FOR, resolve_newest
+from pipeline.embedders import Embedder
+from pipeline.sources.fetch import FetchError, fetch_act, parse_act_id
+from pipeline.sources.parse import ParseError
+from pipeline.sources.record import EliRecord
+from pipeline.storage import currency, store
 
-class SyncBusy(IngestError):
-    """Another `pipeline sync` holds the lock."""
+__all__ = ["SyncBusy", "SyncReport", "SyncResult", "embed_new_versions", "sync"]
 
 
 # --- sync ---------------------------------------------------------------------------------------
@@ -85,27 +84,18 @@ class SyncReport:
                 "acts": [r.to_dict() for r in self.results]}
 
 
-def sync(
-    url: str,
-    *,
-    client: EliClient,
-    model: str | None,
-    archive_dir: Path,
-    max_chars: int = 1200,
-    overlap: int = 200,
-    restart: bool = False,
-    progress: Callable[[str], None] | None = None,
-    on_result: Callable[[SyncResult], None] | None = None,
-) -> SyncReport:
+def sync(ingestion: Ingestion, *, restart: bool = False,
+         on_result: Callable[[SyncResult], None] | None = None) -> SyncReport:
     """Re-check the current text of every stored act against the API; ingest what changed.
 
-    One sync at a time (a session advisory lock; a second one raises SyncBusy). A sync that died
-    midway is resumed: acts it already checked are skipped (unless ``restart``).
+    One sync at a time (a session advisory lock on the run log's connection; a second one raises
+    SyncBusy). A sync that died midway is resumed: acts it already checked are skipped (unless ``restart``).
     """
-    with db.connect(url, autocommit=True) as lock_conn, db.connect(url) as conn:
-        if not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (store.SYNC_LOCK,)).fetchone()[0]:
-            raise SyncBusy("another pipeline sync is running; try again when it has finished")
-        sync_id, resumed, since = _start(lock_conn, restart)
+    runs, conn = ingestion.runs, ingestion.conn
+    if not runs.try_sync_lock():
+        raise SyncBusy("another pipeline sync is running; try again when it has finished")
+    try:
+        sync_id, resumed, since = _start(runs.conn, restart)
         acts = conn.execute(
             "SELECT c.eli, c.base_eli, a.meta, c.checked_at FROM current_acts c JOIN acts a USING (eli) "
             "ORDER BY a.publisher, a.year, a.pos"
@@ -118,9 +108,7 @@ def sync(
                     result = SyncResult(eli, "skipped", base, error=f"checked at {checked:%Y-%m-%d %H:%M} "
                                                                      f"by interrupted sync {resumed}")
                 else:
-                    result = _sync_act(conn, url, eli, base, meta, client=client, model=model,
-                                       archive_dir=archive_dir, max_chars=max_chars, overlap=overlap,
-                                       progress=progress)
+                    result = _sync_act(ingestion, eli, base, EliRecord.read(meta, eli))
                 results.append(result)
                 if on_result:
                     on_result(result)
@@ -130,8 +118,10 @@ def sync(
             summary.pop("acts")
             # Interrupted (Ctrl-C, a bug): the row stays unfinished, so the next sync resumes it.
             if len(results) == len(acts):
-                lock_conn.execute("UPDATE sync_runs SET finished_at = now(), summary = %s WHERE sync_id = %s",
+                runs.conn.execute("UPDATE sync_runs SET finished_at = now(), summary = %s WHERE sync_id = %s",
                                   (Jsonb(summary), sync_id))
+    finally:
+        runs.release_sync_lock()
     return report
 
 
@@ -156,9 +146,9 @@ def _start(conn: psycopg.Connection, restart: bool) -> tuple[int, int | None, dt
     return sync_id, resumed, since
 
 
-def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_meta: dict, *, client: EliClient,
-              model: str | None, archive_dir: Path, max_chars: int, overlap: int,
-              progress: Callable[[str], None] | None) -> SyncResult:
+def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord) -> SyncResult:
+    conn, client, progress = ingestion.conn, ingestion.client, ingestion.progress
+    assert client is not None, "sync asks the ELI API"
     result = SyncResult(eli, "unchanged", base, current=eli)
     before = currency.for_acts(conn, [eli]).get(eli)
     conn.rollback()
@@ -166,18 +156,18 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
         try:
             raw = client.meta_bytes(eli)
         except ActNotInApi:
-            if not store.is_local_record(stored_meta):
+            if not stored.is_local:
                 raise
             # Ingested from a local file under an id the API does not publish: nothing to check it
             # against, which is no failure (it would fail every sync, and cron would report it each night).
             result.status, result.error = "skipped", "ingested from a local file; the ELI API does not publish it"
             return result
-        meta = json.loads(raw)
-        result.metadata_changed = meta != stored_meta
+        record = EliRecord.read(json.loads(raw), eli)
+        result.metadata_changed = record.raw != stored.raw
         newest = None
         if base != eli:
             try:
-                newest = resolve_newest(client, eli, meta=meta)
+                newest = resolve_newest(client, eli, record=record)
             except FetchError as exc:
                 # The act's own record was read, so its currency is checked all the same; only a newer
                 # consolidated text cannot be looked for (the mirror lacks DU/1974/141's full record).
@@ -185,17 +175,14 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
         if newest is not None and parse_act_id(newest.newest) > parse_act_id(eli):
             if progress:
                 progress(f"{eli}: newer consolidated text {newest.newest}")
-            ingested = ingest_act(conn, url, newest.newest, model=model, archive_dir=archive_dir, client=client,
-                                  max_chars=max_chars, overlap=overlap, progress=progress)
+            ingested = ingestion.act(newest.newest)
             if ingested.status == "failed":
                 raise IngestError(f"newer consolidated text {newest.newest}: {ingested.error}")
-            store.refresh_act(conn, meta)  # the old text's own record now says it expired
+            store.refresh_act(conn, record)  # the old text's own record now says it expired
             result.current, result.version = newest.newest, ingested.version
             result.status = "new version" if ingested.status == "new" else "unchanged"
         elif result.metadata_changed:
-            result.status, result.version = _refresh(conn, url, eli, raw, meta, client=client, model=model,
-                                                     archive_dir=archive_dir, max_chars=max_chars,
-                                                     overlap=overlap, progress=progress)
+            result.status, result.version = _refresh(ingestion, eli, raw, record)
         else:
             conn.execute("UPDATE acts SET checked_at = now() WHERE eli = %s", (eli,))
             conn.commit()
@@ -214,20 +201,19 @@ def _sync_act(conn: psycopg.Connection, url: str, eli: str, base: str, stored_me
     return result
 
 
-def _refresh(conn: psycopg.Connection, url: str, eli: str, raw: bytes, meta: dict, *, client: EliClient,
-             model: str | None, archive_dir: Path, max_chars: int, overlap: int,
-             progress: Callable[[str], None] | None) -> tuple[str, int | None]:
+def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord) -> tuple[str, int | None]:
     """Changed metadata: download the text again; same bytes -> only the record is refreshed (no parse)."""
-    fetched = fetch_act(eli, client=client, archive_dir=archive_dir, progress=progress, raw_meta=raw)
+    conn = ingestion.conn
+    fetched = fetch_act(eli, client=ingestion.client, archive_dir=ingestion.archive_dir, progress=ingestion.progress,
+                        raw_meta=raw)
     latest = conn.execute("SELECT version_no, source_sha256 FROM act_versions WHERE eli = %s "
                           "ORDER BY version_no DESC LIMIT 1", (eli,)).fetchone()
     conn.rollback()
     if latest and latest[1] == fetched.sha256:
-        store.refresh_act(conn, meta)
+        store.refresh_act(conn, record)
         return "unchanged", latest[0]
     # Another text under the same id (rare: a corrected publication): a full, logged ingest run.
-    stored = ingest_act(conn, url, eli, model=model, archive_dir=archive_dir, client=client,
-                        max_chars=max_chars, overlap=overlap, progress=progress)
+    stored = ingestion.act(eli)
     if stored.status == "failed":
         raise IngestError(stored.error or f"{eli}: ingest failed")
     return ("new version" if stored.status == "new" else "unchanged"), stored.version

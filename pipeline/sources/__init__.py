@@ -1,1 +1,1 @@
-"""sources: the acts as published: fetched from the ELI API (or read from an archive), parsed from PDF or HTML into articles, split into chunks. No database."""
+"""sources: the acts as published: their ELI records read, fetched from the ELI API (or read from an archive), parsed from PDF or HTML into articles, prepared for storage (chunks, legal context). No database."""

@@ -30,6 +30,7 @@ from pipeline.core.lazy import lazy_module
 from pipeline.core.errors import ActNotInApi, FetchError
 from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import looks_like_pdf
+from pipeline.sources.record import EliRecord
 
 httpx = lazy_module("httpx")
 
@@ -87,9 +88,10 @@ class EliClient:
         _decode_meta(resp.content, f"{self.base_url}/acts/{aid.path}", aid)
         return resp.content
 
-    def meta(self, act_id: ActId | str) -> dict[str, Any]:
+    def record(self, act_id: ActId | str) -> EliRecord:
+        """The act's record, read (:class:`pipeline.sources.record.EliRecord`)."""
         aid = _as_act_id(act_id)
-        return _decode_meta(self.meta_bytes(aid), f"{self.base_url}/acts/{aid.path}", aid)
+        return EliRecord.read(_decode_meta(self.meta_bytes(aid), f"{self.base_url}/acts/{aid.path}", aid), aid)
 
     def search(self, **params: str | int) -> dict[str, Any]:
         """GET /acts/search (e.g. title=..., type="Obwieszczenie"): ``{count, totalCount, items: [record]}``."""
@@ -201,7 +203,7 @@ def _decode_meta(body: bytes, where: str, aid: ActId) -> dict[str, Any]:
 @dataclass(frozen=True)
 class FetchedAct:
     act_id: ActId
-    meta: dict[str, Any]
+    record: EliRecord
     text: bytes
     format: Literal["html", "pdf"]
     archived_paths: tuple[Path, ...]  # where the raw files now lie (meta.json, text, sums)
@@ -247,18 +249,19 @@ def fetch_act(
         if raw_meta is None:
             say(f"{aid}: metadata")
             raw_meta = cl.meta_bytes(aid)
-        meta = json.loads(raw_meta)
+        record = EliRecord.read(json.loads(raw_meta), aid)
         text: bytes | None = None
         fmt: Literal["html", "pdf"] = "html"
-        if meta.get("textHTML"):
+        if record.has_html:
             say(f"{aid}: text.html")
             text = cl.text_html(aid)
-        if text is None and meta.get("textPDF"):
+        if text is None and record.has_pdf:
             say(f"{aid}: text.pdf")
             text, fmt = cl.text_pdf(aid), "pdf"
         if text is None:
             # A record that promises a text the API then lacks (404, or 0 bytes) is worth saying.
-            promised = " and ".join(f for f, key in (("text.html", "textHTML"), ("text.pdf", "textPDF")) if meta.get(key))
+            promised = " and ".join(f for f, has in (("text.html", record.has_html), ("text.pdf", record.has_pdf))
+                                    if has)
             broken = f" (its record lists {promised}, which the API did not return)" if promised else ""
             raise FetchError(f"{aid} has no text in the ELI API (metadata only){broken}")
     finally:
@@ -267,7 +270,7 @@ def fetch_act(
     # Everything is in memory before the first write: a failed download leaves the archive as it was.
     paths = _write_archive(act_dir(archive_dir, aid), {"meta.json": raw_meta, TEXT_FILES[fmt]: text})
     say(f"{aid}: archived {fmt}, {len(text)} bytes")
-    return FetchedAct(aid, meta, text, fmt, paths)
+    return FetchedAct(aid, record, text, fmt, paths)
 
 
 def read_archive(root: Path, act_id: ActId | str, *, require_sums: bool = False) -> FetchedAct:
@@ -280,13 +283,13 @@ def read_archive(root: Path, act_id: ActId | str, *, require_sums: bool = False)
     sums = _read_sums(d)
     if require_sums and sums is None:
         raise FetchError(f"archive of {aid} in {d} is incomplete; fetch it again without --offline")
-    meta = _decode_meta(_read_checked(meta_path, sums), str(meta_path), aid)
+    record = EliRecord.read(_decode_meta(_read_checked(meta_path, sums), str(meta_path), aid), aid)
     for fmt in ("html", "pdf"):
         path = d / TEXT_FILES[fmt]
         if _nonempty(path):
             text = _read_checked(path, sums)
             paths = [meta_path, path] + ([d / SUMS_FILE] if sums is not None else [])
-            return FetchedAct(aid, meta, text, fmt, tuple(paths))  # type: ignore[arg-type]
+            return FetchedAct(aid, record, text, fmt, tuple(paths))  # type: ignore[arg-type]
     raise FetchError(f"{aid} has no text in {root} (metadata only)")
 
 

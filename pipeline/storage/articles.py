@@ -133,17 +133,28 @@ def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | No
     }
 
 
+# SQL: every stored version of the base act {base} (its own texts and its consolidated texts), oldest
+# first, as a JSON array of {eli, version_no, valid_from, ingested_at}.
+_VERSIONS = """(SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.version_no,
+                                                'valid_from', v.valid_from, 'ingested_at', v.ingested_at)
+                              ORDER BY v.valid_from NULLS FIRST, v.version_id)
+              FROM act_versions v WHERE v.base_eli = {base})"""
+
+
+@read_only
+def versions_of(conn: psycopg.Connection, base_act: str) -> list[dict]:
+    """Every stored version of ``base_act`` (its consolidated texts' included), oldest first:
+    {eli, version_no, valid_from, ingested_at}."""
+    return conn.execute(f"SELECT {_VERSIONS.format(base='%s')}", (base_act,)).fetchone()[0] or []
+
+
 @read_only
 def list_acts(conn: psycopg.Connection) -> list[dict]:
     """Every stored act (per base act: its current text), with all its stored versions, oldest first."""
     rows = conn.execute(
-        """
+        f"""
         SELECT c.eli, c.base_eli, c.title, c.act_type, c.status, a.in_force, c.version_no, c.valid_from,
-               c.article_count, c.chunk_count, c.ingested_at,
-               (SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.version_no,
-                                                  'valid_from', v.valid_from, 'ingested_at', v.ingested_at)
-                                ORDER BY v.valid_from NULLS FIRST, v.version_id)
-                FROM act_versions v WHERE v.base_eli = c.base_eli)
+               c.article_count, c.chunk_count, c.ingested_at, {_VERSIONS.format(base="c.base_eli")}
         FROM current_versions c JOIN acts a USING (eli)
         ORDER BY c.eli
         """

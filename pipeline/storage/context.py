@@ -1,5 +1,5 @@
 """The legal context of stored articles: what an article refers to, what refers to it, the definitions
-it uses (revision 0009; the extraction rules are pipeline.sources.references and .definitions).
+it uses (revision 0009; read from the text by pipeline.sources.prepare.legal_context).
 
 Written with each new version (store.store_version) and, for versions read by an older extractor or
 stored before the revision, by :func:`backfill` (every command's schema check runs it when needed).
@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import psycopg
 
-from pipeline.sources import definitions as definitions_rules
-from pipeline.sources import references as references_rules
 from pipeline.sources.parse.model import Article
+from pipeline.sources.prepare import CONTEXT_EXTRACTOR, LegalContext, legal_context
 from pipeline.storage.db import read_only
-
-# Which rules read a version: a version read by other rules is read again.
-EXTRACTOR = f"{references_rules.EXTRACTOR}; {definitions_rules.EXTRACTOR}"
 
 # The base act a reference's target resolves to, against what is stored (the view article_references
 # says the same in SQL): the base act of the cited text when it is stored, else a stored text of an act
@@ -29,13 +25,12 @@ _TARGET = """coalesce(
     r.target_act)"""
 
 
-def write(conn: psycopg.Connection, version_id: int, articles: list[Article], base_act: str) -> tuple[int, int]:
-    """Store the references and definitions of a version's articles (inside the caller's transaction);
+def write(conn: psycopg.Connection, version_id: int, found: LegalContext) -> tuple[int, int]:
+    """Store the references and definitions of a version's text (inside the caller's transaction);
     (references, definitions) written."""
     conn.execute("DELETE FROM version_references WHERE version_id = %s", (version_id,))
     conn.execute("DELETE FROM version_definitions WHERE version_id = %s", (version_id,))
-    refs = references_rules.extract(articles, base_act)
-    defs = definitions_rules.extract(articles)
+    refs, defs = found.references, found.definitions
     with conn.cursor().copy(
         "COPY version_references (version_id, article, ordinal, kind, target_act, target_article, target_unit, "
         "words, target_title, target_name, target_year) FROM STDIN"
@@ -50,7 +45,7 @@ def write(conn: psycopg.Connection, version_id: int, articles: list[Article], ba
             copy.write_row((version_id, i, d.article, d.unit, d.term, d.text, d.formula))
     conn.execute("INSERT INTO context_extractions (version_id, extractor) VALUES (%s, %s) "
                  "ON CONFLICT (version_id) DO UPDATE SET extractor = excluded.extractor, extracted_at = now()",
-                 (version_id, EXTRACTOR))
+                 (version_id, found.extractor))
     return len(refs), len(defs)
 
 
@@ -58,7 +53,7 @@ def stale(conn: psycopg.Connection) -> list[int]:
     """Versions not read by the current rules (stored before revision 0009, or by older rules)."""
     return [r[0] for r in conn.execute(
         "SELECT v.version_id FROM act_versions v LEFT JOIN context_extractions c USING (version_id) "
-        "WHERE c.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (EXTRACTOR,))]
+        "WHERE c.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (CONTEXT_EXTRACTOR,))]
 
 
 def backfill(conn: psycopg.Connection) -> int:
@@ -74,7 +69,7 @@ def backfill(conn: psycopg.Connection) -> int:
                         for number, text, headings, repealed in conn.execute(
                             "SELECT article, text, heading_path, repealed FROM articles WHERE version_id = %s "
                             "ORDER BY ordinal", (version_id,))]
-            write(conn, version_id, articles, base[0])
+            write(conn, version_id, legal_context(articles, base[0]))
         done += 1
     return done
 

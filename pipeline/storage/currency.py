@@ -1,40 +1,32 @@
 """Currency of an act: is its stored text still the law, or was it amended (or repealed) since?
 
-The ELI metadata says so: a consolidated text (tekst jednolity) lists the amendments published
-after it under "Nowelizacje po tekście jednolitym"; any other act lists its amending acts under
-"Akty zmieniające"; ``inForce`` says whether it is in force. :func:`from_meta` reads that when an
-act is stored (the columns of ``acts``); :func:`for_acts` reads it back through the
-``act_currency`` view; :meth:`Currency.note` and :func:`warning` say it in Polish.
+The ELI record says so (pipeline.sources.record): a consolidated text (tekst jednolity) lists the
+amendments published after it, any other act its amending acts, and ``inForce`` whether it is in
+force. :func:`columns` keeps that in the columns of ``acts`` when an act is stored; :func:`for_acts`
+reads it back through the ``act_currency`` view; :attr:`Currency.state` names where the act stands on
+the date asked, and :meth:`Currency.note` and :func:`warning` say it in Polish.
 """
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pipeline.sources.record import DATED_BY_ACT, Amendment, EliRecord, record_date
 from pipeline.storage.db import read_only
 
-LATER_AMENDMENTS = "Nowelizacje po tekście jednolitym"  # on a consolidated text: what it lacks
-AMENDING_ACTS = "Akty zmieniające"  # on any other act: every act that amended it
-CONSOLIDATED_FOR = "Tekst jednolity dla aktu"
 NOT_IN_FORCE = "NOT_IN_FORCE"
-try:
-    WARSAW: dt.tzinfo = ZoneInfo("Europe/Warsaw")  # the API's timestamps carry no zone
-except ZoneInfoNotFoundError:  # a system without a time zone database: CET, an hour off in summer
-    WARSAW = dt.timezone(dt.timedelta(hours=1), "CET")
 
-
-@dataclass(frozen=True)
-class Amendment:
-    eli: str
-    date: dt.date | None
-    date_of: str  # "act": the amending act's date; "entry_into_force": when the change applies
+# Where an act stands on the date asked (Currency.state), the one answer every face shows.
+NOT_IN_FORCE_STATE = "not_in_force"  # repealed or expired on the date asked
+AMENDED = "amended"  # amendments after the stored text bear on the date asked
+UNKNOWN = "unknown"  # the record says nothing of amendments (a local file, a rebuilt record)
+CURRENT = "current"  # in force, and no amendment after the text is known
+STATES = (NOT_IN_FORCE_STATE, AMENDED, UNKNOWN, CURRENT)
 
 
 @dataclass(frozen=True)
@@ -82,6 +74,18 @@ class Currency:
         """Not in force on the date asked about (today without ``as_of``)."""
         return self.in_force == NOT_IN_FORCE and not self.repealed_since
 
+    @property
+    def state(self) -> str:
+        """Where the act stands on the date asked, one of STATES: not in force then; else amended after
+        the text (by what bears on that date); else unknown (no record of amendments); else current."""
+        if self.not_in_force:
+            return NOT_IN_FORCE_STATE
+        if self.amended:
+            return AMENDED
+        if self.amendments is None:
+            return UNKNOWN
+        return CURRENT
+
     def note(self) -> str:
         """One Polish line: text as of DATE; amended since by N acts (ids, dates); or not in force.
         With ``as_of``, only the amendments up to that date count."""
@@ -124,6 +128,8 @@ class Currency:
         d["amended_after"] = None if amendments is None else [asdict(a) for a in amendments]
         d["amendments_after"] = None if amendments is None else len(amendments)
         d["amended_after_total"] = None if self.amended_after is None else len(self.amended_after)
+        d["state"] = self.state
+        d["repealed_since"] = self.repealed_since
         d["note"] = self.note()
         return d
 
@@ -131,7 +137,7 @@ class Currency:
 def _amendment(a: Amendment) -> str:
     if a.date is None:
         return a.eli
-    return f"{a.eli} ({'z ' if a.date_of == 'act' else 'w życie od '}{a.date})"
+    return f"{a.eli} ({'z ' if a.date_of == DATED_BY_ACT else 'w życie od '}{a.date})"
 
 
 def _acts(n: int) -> str:
@@ -159,75 +165,25 @@ def warning(currencies: Iterable[Currency]) -> str | None:
     return "Uwaga: " + "; ".join(problems) + (". Odpowiedź może nie uwzględniać tych zmian." if amended else ".")
 
 
-# --- metadata -> stored columns -------------------------------------------------------------------
+# --- record -> stored columns ----------------------------------------------------------------------
 
 
-def _refs(meta: dict, category: str) -> list[dict]:
-    refs = (meta.get("references") or {}).get(category) or []
-    return [r for r in refs if isinstance(r, dict) and r.get("id")]
-
-
-def _date(value: Any) -> dt.date | None:
-    try:
-        return dt.date.fromisoformat(str(value)[:10]) if value else None
-    except ValueError:
-        return None
-
-
-def amendments_from_meta(meta: dict) -> list[Amendment] | None:
-    """The amendments a text lacks according to its metadata, oldest first; None when it has no references."""
-    if not isinstance(meta.get("references"), dict):
-        return None
-    if _refs(meta, CONSOLIDATED_FOR):
-        found, date_of = _refs(meta, LATER_AMENDMENTS), "act"
-    else:
-        found, date_of = _refs(meta, AMENDING_ACTS), "entry_into_force"
-    amendments = {str(r["id"]): Amendment(str(r["id"]), _date(r.get("date")), date_of) for r in found}
-    return sorted(amendments.values(), key=lambda a: (a.date or dt.date.min, a.eli))
-
-
-def _change_date(meta: dict) -> dt.datetime | None:
-    value = meta.get("changeDate")
-    try:
-        # "2026-08-18T14:42:13" (records) or "2026-04-10 10:52" (/references): Warsaw local time.
-        stamp = dt.datetime.fromisoformat(str(value).replace(" ", "T")) if value else None
-        return stamp.replace(tzinfo=WARSAW) if stamp and stamp.tzinfo is None else stamp
-    except ValueError:
-        return None
-
-
-def columns(meta: dict) -> dict[str, Any]:
-    """The currency columns of ``acts`` for this metadata (store.upsert_act writes them)."""
-    amendments = amendments_from_meta(meta)
+def columns(record: EliRecord) -> dict[str, Any]:
+    """The currency columns of ``acts`` for this record (store.upsert_act writes them)."""
+    amendments = record.amendments_after()
     return {
-        "amended_after": None if amendments is None else Jsonb(
-            [{"eli": a.eli, "date": a.date.isoformat() if a.date else None, "date_of": a.date_of} for a in amendments]
-        ),
-        "change_date": _change_date(meta),
+        "amended_after": None if amendments is None else Jsonb([a.to_dict() for a in amendments]),
+        "change_date": record.dates.changed,
     }
 
 
 def backfill(conn: psycopg.Connection) -> None:
-    """Fill the currency columns from the metadata already stored (migration 0004)."""
+    """Fill the currency columns from the records already stored (migration 0004)."""
     rows = conn.execute("SELECT eli, meta FROM acts").fetchall()
     for eli, meta in rows:
-        cols = columns(meta)
+        cols = columns(EliRecord.read(meta, eli))
         conn.execute("UPDATE acts SET amended_after = %s, change_date = %s, checked_at = updated_at WHERE eli = %s",
                      (cols["amended_after"], cols["change_date"], eli))
-
-
-# A consolidated text's record is titled "Obwieszczenie Marszałka Sejmu … w sprawie ogłoszenia
-# jednolitego tekstu ustawy – Kodeks pracy"; some records append their first footnote ("… 1) Niniejsza
-# ustawa wdraża …"). What names the act is the rest.
-_ANNOUNCEMENT = re.compile(r"^Obwieszczenie\b.*?\bjednolitego tekstu\s+", re.IGNORECASE | re.DOTALL)
-_FOOTNOTE = re.compile(r"\s+1\)\s.*$", re.DOTALL)
-
-
-def display_title(title: str | None) -> str | None:
-    """The part of a record's title that names the act, for a list a person reads."""
-    if not title:
-        return None
-    return _FOOTNOTE.sub("", _ANNOUNCEMENT.sub("", " ".join(title.split()))) or title
 
 
 # --- stored columns -> Currency ---------------------------------------------------------------------
@@ -239,7 +195,7 @@ _COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, chang
 def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
     eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title = row
     amendments = None if amended is None else tuple(
-        Amendment(a["eli"], _date(a.get("date")), a.get("date_of") or "act") for a in amended
+        Amendment(a["eli"], record_date(a.get("date")), a.get("date_of") or DATED_BY_ACT) for a in amended
     )
     return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
                     asked, title or None)

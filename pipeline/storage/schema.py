@@ -83,6 +83,20 @@ def newer_than_code(revision: str | None) -> bool:
     return revision is not None and revision not in _revisions()
 
 
+MIGRATION_STATES = ("none", "behind", "current", "ahead")
+
+
+def migration_state(revision: str | None) -> str:
+    """Where a database at ``revision`` stands against this pipeline's migrations: "none" (never
+    migrated), "behind" (`pipeline db upgrade` brings it to head), "current", or "ahead" (a newer
+    pipeline migrated it)."""
+    if revision is None:
+        return "none"
+    if newer_than_code(revision):
+        return "ahead"
+    return "current" if revision == head_revision() else "behind"
+
+
 def refuse_newer(current: str | None) -> None:
     if newer_than_code(current):
         raise db.DatabaseError(f"the database is at revision {current}, newer than this pipeline (head "

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -18,13 +15,14 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from pipeline.sources import chunk as chunking
-from pipeline.storage import context, currency
 from pipeline.core.act_id import parse_act_id
-from pipeline.storage.db import pid_alive
-from pipeline.storage.queue import enqueue_missing
 from pipeline.core.errors import IngestError
-from pipeline.sources.parse.model import Article, ParsedAct
+from pipeline.sources import chunk as chunking
+from pipeline.sources.chunk import Piece
+from pipeline.sources.prepare import PreparedArticle, PreparedText
+from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
+from pipeline.storage import context, currency
+from pipeline.storage.queue import enqueue_missing
 
 
 @dataclass
@@ -39,56 +37,15 @@ class StoredVersion:
     queued: int = 0  # chunk texts newly waiting for an embedding
 
 
-def _date(value: Any) -> dt.date | None:
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return dt.date.fromisoformat(value[:10])
-    except ValueError:
-        return None
-
-
-# A record made up for a local file with no ELI metadata beside it (ingest.local_meta) says so under
-# this key: "local file NAME". The mirror's rebuilt records use the same key for another note
-# ("reconstructed from a partial record"), so the value, not the key, tells a local record.
-LOCAL_PROVENANCE = "_provenance"
-LOCAL_FILE = "local file "
-
-
-def local_record(path_name: str) -> dict:
-    """The provenance entry of a record made up for the local file ``path_name``."""
-    return {LOCAL_PROVENANCE: LOCAL_FILE + path_name}
-
-
-def is_local_record(meta: dict) -> bool:
-    return str(meta.get(LOCAL_PROVENANCE, "")).startswith(LOCAL_FILE)
-
-
-def base_eli(meta: dict) -> str:
-    """The act a consolidated text belongs to ("Tekst jednolity dla aktu"), else the act itself."""
-    refs = (meta.get("references") or {}).get("Tekst jednolity dla aktu") or []
-    for ref in refs:
-        if isinstance(ref, dict) and ref.get("id"):
-            return str(ref["id"])
-    return str(meta["ELI"])
-
-
-def valid_from(meta: dict) -> dt.date | None:
-    """From when a text states the law: a consolidated text's legal status date, else entry into force."""
-    for key in ("legalStatusDate", "entryIntoForce", "validFrom", "announcementDate", "promulgation"):
-        if d := _date(meta.get(key)):
-            return d
-    return None
-
-
-def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
+def upsert_act(conn: psycopg.Connection, record: EliRecord) -> EliRecord:
     """The publication's record, currency included: refreshed on every ingest, changed text or not.
 
-    Returns the record in effect. One made up for a local file (:func:`is_local_record`: no ELI metadata
-    beside it) never replaces a record read from the ELI API: that one is kept (its base act, dates,
-    currency and the time it was checked) and returned, since the file is a text of the same publication.
+    Returns the record in effect. One made up for a local file (:attr:`EliRecord.is_local`: no ELI
+    metadata beside it) never replaces a record read from the ELI API: that one is kept (its base act,
+    dates, currency and the time it was checked) and returned, since the file is a text of the same
+    publication.
     """
-    local = is_local_record(meta)
+    meta, dates = record.raw, record.dates
     row = conn.execute(
         """
         INSERT INTO acts (eli, publisher, year, pos, title, act_type, status, in_force, base_eli,
@@ -109,25 +66,36 @@ def upsert_act(conn: psycopg.Connection, meta: dict) -> dict:
         RETURNING meta
         """,
         {
-            "eli": meta["ELI"], "publisher": meta.get("publisher"), "year": meta.get("year"),
-            "pos": meta.get("pos"), "title": meta.get("title"), "type": meta.get("type"),
-            "status": meta.get("status"), "in_force": meta.get("inForce"), "base": base_eli(meta),
-            "ann": _date(meta.get("announcementDate")), "prom": _date(meta.get("promulgation")),
-            "lsd": _date(meta.get("legalStatusDate")), "eif": _date(meta.get("entryIntoForce")),
-            "exp": _date(meta.get("expirationDate")), "meta": Jsonb(meta), **currency.columns(meta),
-            "local": local, "provenance": LOCAL_PROVENANCE, "local_file": LOCAL_FILE + "%",
+            "eli": record.eli, "publisher": meta.get("publisher"), "year": meta.get("year"),
+            "pos": meta.get("pos"), "title": record.title, "type": record.act_type,
+            "status": record.status, "in_force": record.in_force, "base": record.base_eli,
+            "ann": dates.announced, "prom": dates.published, "lsd": dates.legal_status,
+            "eif": dates.entry_into_force, "exp": dates.expiration, "meta": Jsonb(dict(meta)),
+            **currency.columns(record),
+            "local": record.is_local, "provenance": PROVENANCE, "local_file": LOCAL_FILE + "%",
         },
     ).fetchone()
     if row is not None:
-        return meta
-    return conn.execute("SELECT meta FROM acts WHERE eli = %s", (meta["ELI"],)).fetchone()[0]
+        return record
+    return EliRecord.read(conn.execute("SELECT meta FROM acts WHERE eli = %s", (record.eli,)).fetchone()[0])
 
 
-def refresh_act(conn: psycopg.Connection, meta: dict) -> None:
-    """Store changed metadata of an act whose text is unchanged (sync), under the act's lock."""
+def record_in_effect(conn: psycopg.Connection, record: EliRecord) -> EliRecord:
+    """The record a text of ``record``'s act is stored under: ``record``, unless it was made up for a local
+    file and the ELI API's record of the act is stored (:func:`upsert_act` keeps that one)."""
+    if not record.is_local:
+        return record
+    row = conn.execute("SELECT meta FROM acts WHERE eli = %s", (record.eli,)).fetchone()
+    conn.rollback()
+    stored = EliRecord.read(row[0], record.eli) if row else None
+    return stored if stored is not None and not stored.is_local else record
+
+
+def refresh_act(conn: psycopg.Connection, record: EliRecord) -> None:
+    """Store the changed record of an act whose text is unchanged (sync), under the act's lock."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(meta["ELI"]),))
-        upsert_act(conn, meta)
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(record.eli),))
+        upsert_act(conn, record)
 
 
 def lock_key(name: str) -> int:
@@ -135,62 +103,50 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
-def store_version(
-    conn: psycopg.Connection,
-    meta: dict,
-    parsed: ParsedAct,
-    *,
-    source_sha256: str,
-    model: str | None,
-    max_chars: int = chunking.DEFAULT_MAX_CHARS,
-    overlap: int = chunking.DEFAULT_OVERLAP,
-) -> StoredVersion:
-    """Store ``parsed`` as the next version of the act unless its text equals the latest version's.
+def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | None) -> StoredVersion:
+    """Store ``text`` as the next version of its act unless its wording equals the latest version's.
 
     Runs in its own transaction on ``conn``. ``model`` (an embedding model name) gets queue entries
     for chunk texts that have no embedding yet; None leaves embedding to a later ``pipeline embed``.
     """
-    eli = meta["ELI"]
-    articles = parsed.articles
-    text_hash = chunking.text_sha256(articles)
+    eli = text.record.eli
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(eli),))
-        meta = upsert_act(conn, meta)
+        record = upsert_act(conn, text.record)
+        base, since = record.base_eli, record.text_date
         latest = conn.cursor(row_factory=dict_row).execute(
             "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
             "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",
             (eli,),
         ).fetchone()
-        if latest and latest["text_sha256"] == text_hash:
+        if latest and latest["text_sha256"] == text.text_sha256:
             return StoredVersion(eli, "unchanged", latest["version_id"], latest["version_no"],
                                  latest["article_count"], latest["chunk_count"])
 
-        chunks_by_article = [
-            chunking.chunk_article(a, meta.get("title") or "", max_chars=max_chars, overlap=overlap) for a in articles
-        ]
-        n_chunks = sum(len(c) for c in chunks_by_article)
+        articles = text.articles
         # A new consolidated text is a new ELI: its changes are against the base act's text before it.
-        previous = latest["version_id"] if latest else _previous_text(conn, base_eli(meta), eli, valid_from(meta))
+        previous = latest["version_id"] if latest else _previous_text(conn, base, eli, since)
         changes = _changes(conn, previous, articles) if previous else {}
         version_no = (latest["version_no"] + 1) if latest else 1
-        version_id = insert_version(conn, eli, version_no, base_eli(meta), parsed.source_format, source_sha256,
-                                    text_hash, valid_from(meta), len(articles), n_chunks, changes)
-        ids = copy_articles(conn, version_id, ((ordinal, a.number, a.heading_path, a.repealed, a.text, _sha(a.text))
-                                               for ordinal, a in enumerate(articles, start=1)))
-        copy_chunks(conn, version_id, ((ids[ordinal], c.article, c.part, c.part_count, a.repealed, c.text, c.embed_text,
-                                        c.content_sha256)
-                                       for ordinal, (a, parts) in enumerate(zip(articles, chunks_by_article), start=1)
-                                       for c in parts))
+        version_id = insert_version(conn, eli, version_no, base, text.source_format, text.source_sha256,
+                                    text.text_sha256, since, len(articles), text.chunk_count, changes)
+        ids = copy_articles(conn, version_id, ((ordinal, p.article.number, p.article.heading_path,
+                                                p.article.repealed, p.article.text, p.text_sha256)
+                                               for ordinal, p in enumerate(articles, start=1)))
+        copy_chunks(conn, version_id, ((ids[ordinal], c.article, c.part, c.part_count, p.article.repealed, c.text,
+                                        c.embed_text, c.content_sha256)
+                                       for ordinal, p in enumerate(articles, start=1) for c in p.chunks))
         chunk_ids = {(article_id, part): chunk_id for article_id, part, chunk_id in conn.execute(
             "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
-        copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], c.embed_text, c.text)
-                           for ordinal, parts in enumerate(chunks_by_article, start=1) for c in parts))
+        copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], piece)
+                           for ordinal, p in enumerate(articles, start=1)
+                           for c, pieces in zip(p.chunks, p.pieces) for piece in pieces))
         # What each article refers to and the act's definitions (revision 0009), in the same transaction.
-        context.write(conn, version_id, articles, base_eli(meta))
+        context.write(conn, version_id, text.context)
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
-    return StoredVersion(eli, "new", version_id, version_no, len(articles), n_chunks, changes, queued)
+    return StoredVersion(eli, "new", version_id, version_no, len(articles), text.chunk_count, changes, queued)
 
 
 def insert_version(conn: psycopg.Connection, eli: str, version_no: int, base: str, source_format: str | None,
@@ -230,15 +186,13 @@ def copy_chunks(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]
             copy.write_row((article_id, version_id, *rest))
 
 
-def copy_pieces(conn: psycopg.Connection, chunks: Iterable[tuple[int, str, str]]) -> int:
-    """COPY the pieces (pipeline.sources.chunk.chunk_pieces) of ``chunks`` given as (chunk_id, embed_text, text);
-    returns how many were written."""
+def copy_pieces(conn: psycopg.Connection, pieces: Iterable[tuple[int, Piece]]) -> int:
+    """COPY pieces (pipeline.sources.chunk.chunk_pieces) given as (chunk_id, piece); how many were written."""
     written = 0
     with conn.cursor().copy("COPY chunk_pieces (chunk_id, piece, embed_text, content_sha256) FROM STDIN") as copy:
-        for chunk_id, embed_text, text in chunks:
-            for piece in chunking.chunk_pieces(embed_text, text):
-                copy.write_row((chunk_id, piece.piece, piece.embed_text, piece.content_sha256))
-                written += 1
+        for chunk_id, piece in pieces:
+            copy.write_row((chunk_id, piece.piece, piece.embed_text, piece.content_sha256))
+            written += 1
     return written
 
 
@@ -258,7 +212,8 @@ def write_pieces(conn: psycopg.Connection, *, batch: int = 5000) -> int:
         """,
         (last, chunking.PIECE_CHARS, batch),
     ).fetchall():
-        written += copy_pieces(conn, rows)
+        written += copy_pieces(conn, ((chunk_id, piece) for chunk_id, embed_text, text in rows
+                                      for piece in chunking.chunk_pieces(embed_text, text)))
         last = rows[-1][0]
     return written
 
@@ -267,10 +222,6 @@ def enqueue_version(conn: psycopg.Connection, version_id: int, model: str) -> in
     """Queue the chunk and piece texts of a version that have no embedding for ``model``; returns how
     many were queued."""
     return enqueue_missing(conn, model, version_id=version_id)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _previous_text(conn: psycopg.Connection, base: str, eli: str, since: dt.date | None) -> int | None:
@@ -285,11 +236,12 @@ def _previous_text(conn: psycopg.Connection, base: str, eli: str, since: dt.date
     return row[0] if row else None
 
 
-def _changes(conn: psycopg.Connection, previous_version: int, articles: list[Article]) -> dict[str, list[str]]:
+def _changes(conn: psycopg.Connection, previous_version: int,
+             articles: list[PreparedArticle]) -> dict[str, list[str]]:
     """Articles added, changed (text differs) and removed relative to the previous version."""
     old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s ORDER BY ordinal",
                             (previous_version,)).fetchall())
-    new = {a.number: _sha(a.text) for a in articles}
+    new = {p.article.number: p.text_sha256 for p in articles}
     return {
         "added": [n for n in new if n not in old],
         "changed": [n for n in new if n in old and old[n] != new[n]],
@@ -347,35 +299,3 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
     return Removed(eli, base, elis, versions, chunks)
-
-
-# --- ingest run log (autocommit: a failed ingest still leaves its record) ---------------------
-
-def start_run(url: str, eli: str | None, source: str) -> int:
-    host = socket.gethostname()
-    with psycopg.connect(url, autocommit=True) as conn:
-        # Runs of this host whose process is gone (kill -9, power loss) never finished: say so.
-        for run_id, pid in conn.execute(
-            "SELECT run_id, pid FROM ingest_runs WHERE status = 'running' AND host = %s", (host,)
-        ).fetchall():
-            if pid and pid != os.getpid() and not pid_alive(pid):
-                conn.execute(
-                    "UPDATE ingest_runs SET status = 'failed', finished_at = now(), "
-                    "message = 'process ended before the run finished (killed?)' "
-                    "WHERE run_id = %s AND status = 'running'",
-                    (run_id,),
-                )
-        return conn.execute(
-            "INSERT INTO ingest_runs (eli, source, host, pid) VALUES (%s, %s, %s, %s) RETURNING run_id",
-            (eli, source, host, os.getpid()),
-        ).fetchone()[0]
-
-
-def finish_run(url: str, run_id: int, status: str, *, version_id: int | None = None, message: str | None = None,
-               stats: dict | None = None) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE ingest_runs SET finished_at = now(), status = %s, version_id = %s, message = %s, stats = %s "
-            "WHERE run_id = %s",
-            (status, version_id, message, Jsonb(json.loads(json.dumps(stats or {}, default=str))), run_id),
-        )
