@@ -10,13 +10,13 @@ from typing import Any
 
 from pipeline.core import __version__, json_default
 
-__all__ = ["Service", "__version__", "json_default"]
+__all__ = ["IngestRequest", "Service", "__version__", "json_default"]
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use: `import pipeline` must stay cheap (the CLI's --help, a parse worker).
-    if name == "Service":
-        from pipeline.service import Service
+    if name in ("Service", "IngestRequest"):
+        import pipeline.service
 
-        return Service
+        return getattr(pipeline.service, name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")

@@ -1,29 +1,57 @@
 """The CLI as a user meets it: help everywhere, one-line errors, no tracebacks."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, run_cli
+from support.cli import run_cli
+from support.paths import REPO
 
-COMMANDS = [[], ["ingest"], ["embed"], ["show"], ["search"], ["ask"], ["eval"], ["doctor"], ["db"], ["db", "upgrade"],
-            ["db", "downgrade"], ["db", "status"], ["db", "url"], ["db", "stop"], ["db", "grant-reader"]]
+def _commands(group=None, path: tuple[str, ...] = ()) -> list[list[str]]:
+    """Every command and group of `pipeline`, as the CLI itself defines them (a new one is in at once)."""
+    import click
+
+    from pipeline.interfaces.cli import main
+
+    group = group or main
+    found = [list(path)]
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _commands(command, (*path, name))
+        else:
+            found.append([*path, name])
+    return found
+
+
+COMMANDS = _commands()
+
+
+def test_the_command_list_is_every_command():
+    assert {" ".join(c) for c in COMMANDS} >= {
+        "", "ingest", "embed", "show", "diff", "search", "ask", "eval", "find", "acts", "sync", "remove", "doctor",
+        "mcp", "serve", "db", "db upgrade", "db downgrade", "db status", "db url", "db stop", "db grant-reader"}
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "pipeline")
-def test_every_command_has_help(command):
+def test_every_command_has_help_and_is_documented(command):
     result = run_cli(*command, "--help", timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: pipeline")
+    if command:  # docs/commands.md names it: the command's own line, or its group's ("db upgrade | status …")
+        lines = (REPO / "docs" / "commands.md").read_text(encoding="utf-8").splitlines()
+        assert any(f"pipeline {' '.join(command)}" in line or (f"pipeline {' '.join(command[:-1])} " in line
+                                                              and command[-1] in line.split()) for line in lines)
 
 
 def test_top_level_help_lists_the_commands():
     out = run_cli("--help", timeout=60).stdout
-    for name in ("ingest", "embed", "show", "search", "ask", "eval", "doctor", "db"):
-        assert f"  {name} " in out
+    for command in COMMANDS:
+        if len(command) == 1:
+            assert f"  {command[0]} " in out
 
 
 def test_unreachable_database_is_one_clear_line():
@@ -87,13 +115,34 @@ def test_bad_settings_and_values_say_what_is_wrong_in_one_line(args, env, code, 
 
 def test_embedding_progress_in_a_log_is_lines_not_a_bar(monkeypatch, capsys):
     """Where stderr is no terminal (cron, CI), a progress bar draws nothing until it ends: lines instead."""
-    from pipeline.interfaces import cli
+    from pipeline.interfaces.cli import render
 
-    monkeypatch.setattr(cli, "PROGRESS_LINE_SECONDS", 0.0)
-    with cli._progress_bar(5, "m") as advance:
+    monkeypatch.setattr(render, "PROGRESS_LINE_SECONDS", 0.0)
+    with render.progress_bar(5, "m") as advance:
         advance(2)
         advance(3)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "embedding (m): 5 text(s)"
     assert [line.split(",")[0] for line in lines[1:]] == ["embedding (m): 2/5", "embedding (m): 5/5"]
     assert "ETA" in lines[1] and "ETA" not in lines[2]
+
+
+def test_a_question_or_an_id_given_as_a_dash_is_read_from_standard_input(stand_in_corpus_url, embedding_stand_in):
+    """`echo "…" | pipeline ask -`: the question is what standard input says, not the text "-"; search,
+    show and diff read their question or ids the same way, one argument at a time."""
+    env = {"DATABASE_URL": stand_in_corpus_url, **embedding_stand_in.env()}
+    question = "Ile dni urlopu na żądanie\nmogę wziąć w roku?\n"
+    asked = run_cli("ask", "-", "--offline", "--json", input=question, env=env)
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["question"] == "Ile dni urlopu na żądanie\nmogę wziąć w roku?"
+    searched = run_cli("search", "-", "--mode", "text", "--json", input="urlop na żądanie", env=env)
+    named = run_cli("search", "urlop na żądanie", "--mode", "text", "--json", env=env)
+    assert searched.returncode == 0 and json.loads(searched.stdout) == json.loads(named.stdout) != []
+    shown = run_cli("show", "DU/2025/277", "-", "--json", input="\n167^2\n", env=env)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["article"] == "167^2", shown.stderr
+    act = run_cli("show", "-", "154", "--json", input="DU/2025/277\n", env=env)
+    assert act.returncode == 0 and json.loads(act.stdout)["act"] == "DU/2025/277", act.stderr
+    both = run_cli("show", "-", "-", input="DU/2025/277\n154\n", env=env)
+    assert both.returncode == 2 and "standard input already gave" in both.stderr
+    empty = run_cli("ask", "-", "--offline", input="", env=env)
+    assert empty.returncode == 2 and "standard input is empty" in empty.stderr

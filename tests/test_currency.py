@@ -17,13 +17,17 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
+from support.cli import run_cli
+from support.database import create_database
+from support.paths import ELI_MIRROR, require_mirror
 from eli_server import Fault, start_mirror_server
 
-from pipeline.storage import currency
+from pipeline.indexing.latest import resolve_newest
+from pipeline.sources import record as eli_record
 from pipeline.sources.fetch import EliClient
+from pipeline.sources.record import EliRecord, display_title
+from pipeline.storage import currency
 from pipeline.storage.store import SYNC_LOCK
-from pipeline.indexing.sync import resolve_newest
 
 try:
     from chat_stand_in import ChatStandIn
@@ -57,7 +61,7 @@ def _newer_tj_record() -> dict:
     record.update(ELI=TJ_NEWER, year=2026, pos=1245, address="WDU20260001245", displayAddress="Dz.U. 2026 poz. 1245",
                   announcementDate="2026-07-10", promulgation="2026-08-20", legalStatusDate="2026-07-01",
                   changeDate="2026-08-21T09:00:00")
-    record["references"] = {k: v for k, v in record["references"].items() if k != currency.LATER_AMENDMENTS}
+    record["references"] = {k: v for k, v in record["references"].items() if k != eli_record.LATER_AMENDMENTS}
     return record
 
 
@@ -72,16 +76,16 @@ def _put(overlay: Path, act: str, name: str, data: dict | bytes) -> None:
 
 def test_real_record_lists_five_amendments_after_the_consolidated_text():
     require_mirror()
-    found = currency.amendments_from_meta(_meta(TJ_2025))
+    found = EliRecord.read(_meta(TJ_2025)).amendments_after()
     assert [(a.eli, a.date.isoformat(), a.date_of) for a in found] == [(e, d, "act") for e, d in LATER]
 
 
 def test_base_act_uses_its_amending_acts_and_a_bare_record_knows_nothing():
     require_mirror()
-    found = currency.amendments_from_meta(_base_record())
+    found = EliRecord.read(_base_record()).amendments_after()
     assert {a.date_of for a in found} == {"entry_into_force"}
     assert ("DU/2026/1046", "2026-11-05") in [(a.eli, a.date.isoformat()) for a in found]
-    assert currency.amendments_from_meta(_meta(PATIENT_RIGHTS)) is None  # rebuilt record: no references
+    assert EliRecord.read(_meta(PATIENT_RIGHTS)).amendments_after() is None  # rebuilt record: no references
 
 
 def test_resolve_newest_through_the_references_graph(tmp_path):
@@ -115,7 +119,7 @@ def test_resolve_newest_through_acts_search_when_the_record_lists_none(tmp_path)
 
 def test_note_and_warning_say_it_in_one_polish_line():
     amended = currency.Currency(TJ_2025, LABOUR_CODE, "IN_FORCE", "obowiązujący", None, None, None, None,
-                                tuple(currency.amendments_from_meta(_meta(TJ_2025))))
+                                tuple(EliRecord.read(_meta(TJ_2025)).amendments_after()))
     assert "DU/2026/473 (z 2026-03-11)" in amended.note() and "5 aktami" in amended.note()
     line = currency.warning([amended])
     assert line.startswith("Uwaga: DU/2025/277") and "\n" not in line
@@ -128,7 +132,7 @@ def test_with_a_date_only_what_happened_by_then_counts():
     """`--as-of`: amendments after the date asked about do not bear on the law as it stood then, and an
     act repealed after it was still in force on it."""
     amended = currency.Currency(TJ_2025, LABOUR_CODE, "IN_FORCE", "obowiązujący", dt.date(2025, 2, 7), None, None,
-                                None, tuple(currency.amendments_from_meta(_meta(TJ_2025))))
+                                None, tuple(EliRecord.read(_meta(TJ_2025)).amendments_after()))
     then = dataclasses.replace(amended, as_of=dt.date(2025, 10, 1))
     assert [a.eli for a in then.amendments] == ["DU/2025/807", "DU/2025/1423"]
     assert "akty zmieniające datowane do 2025-10-01: 2 – DU/2025/807" in then.note() and "późniejszych: 3" in then.note()
@@ -143,6 +147,28 @@ def test_with_a_date_only_what_happened_by_then_counts():
     assert currency.warning([dataclasses.replace(repealed, as_of=dt.date(2025, 7, 1))]) is None
     assert "2025-07-01 jeszcze obowiązywał" in dataclasses.replace(repealed, as_of=dt.date(2025, 7, 1)).note()
     assert currency.warning([dataclasses.replace(repealed, as_of=dt.date(2025, 8, 1))]) is not None
+
+
+def test_the_state_is_one_answer_and_the_page_badge_shows_it():
+    """Currency.state says where the act stands on the date asked; the web page's badge shows that state
+    and re-states no rule: an act repealed after the date asked was still in force on it (the badge once
+    read the raw `in_force` and said "nie obowiązuje" under a tooltip saying it still was)."""
+    from pipeline.interfaces.web.render import badge
+
+    amended = currency.Currency(TJ_2025, LABOUR_CODE, "IN_FORCE", "obowiązujący", dt.date(2025, 2, 7), None, None,
+                                None, tuple(EliRecord.read(_meta(TJ_2025)).amendments_after()))
+    repealed = dataclasses.replace(amended, amended_after=(), in_force=currency.NOT_IN_FORCE,
+                                   expiration_date=dt.date(2025, 8, 1))
+    still = dataclasses.replace(repealed, as_of=dt.date(2025, 7, 1))
+    unknown = dataclasses.replace(amended, amended_after=None)
+    current = dataclasses.replace(amended, amended_after=())
+    assert [c.state for c in (amended, repealed, still, unknown, current)] == [
+        "amended", "not_in_force", "current", "unknown", "current"]
+    assert still.to_dict()["repealed_since"] and not repealed.to_dict()["repealed_since"]
+    labels = [badge(c.to_dict())["label"] for c in (amended, repealed, still, unknown, current)]
+    assert labels == ["zmieniony później: DU/2026/473 (i 4 wcześniej)", "nie obowiązuje", "aktualny",
+                      "aktualność nieznana", "aktualny"]
+    assert "jeszcze obowiązywał" in badge(still.to_dict())["note"]
 
 
 # --- the database part: ingest --latest, acts, show, search, sync, ask -------------------------------
@@ -205,7 +231,7 @@ def test_ingest_latest_resolves_the_base_act_and_stores_currency(env):
     # Which act is which: the title's naming part (a consolidated text's announcement cut off).
     row = next(line for line in table.stdout.splitlines() if line.startswith(TJ_2025))
     assert row.endswith("  ustawy - Kodeks pracy") and kp["title"].startswith("Obwieszczenie Marszałka Sejmu")
-    assert currency.display_title(_meta("DU/2018/1000")["title"]) == (
+    assert display_title(_meta("DU/2018/1000")["title"]) == (
         "Ustawa z dnia 10 maja 2018 r. o ochronie danych osobowych")  # its first footnote left out
 
 
@@ -234,7 +260,7 @@ def test_show_and_search_carry_the_note(env):
 def test_sync_stores_changed_metadata_when_the_text_is_unchanged(env):
     server = env["server"]
     record = _meta(TJ_2025)
-    record["references"][currency.LATER_AMENDMENTS].append({"id": "DU/2026/1046", "date": "2026-06-19"})
+    record["references"][eli_record.LATER_AMENDMENTS].append({"id": "DU/2026/1046", "date": "2026-06-19"})
     record["changeDate"] = "2026-09-01T08:00:00"
     _put(env["overlay"], TJ_2025, "meta.json", record)
     pdf_before = server.count(f"/acts/{TJ_2025}/text.pdf")
@@ -253,7 +279,7 @@ def test_sync_stores_changed_metadata_when_the_text_is_unchanged(env):
     assert versions == 1
     kp = _acts(env)[TJ_2025]
     assert kp["amendments_after"] == 6
-    assert dt.datetime.fromisoformat(kp["change_date"]) == dt.datetime(2026, 9, 1, 8, tzinfo=currency.WARSAW)
+    assert dt.datetime.fromisoformat(kp["change_date"]) == dt.datetime(2026, 9, 1, 8, tzinfo=eli_record.WARSAW)
     assert kp["change_date"] == "2026-09-01T06:00:00+00:00"  # ISO 8601, as JSON readers expect
 
 
@@ -299,7 +325,7 @@ def test_sync_ingests_a_newer_consolidated_text_and_sees_an_act_go_out_of_force(
     expired = _meta(TJ_2025)
     expired.update(status="wygaśnięcie aktu", inForce="NOT_IN_FORCE", expirationDate="2026-08-19",
                    changeDate="2026-08-21T10:00:00")
-    expired["references"].pop(currency.LATER_AMENDMENTS)
+    expired["references"].pop(eli_record.LATER_AMENDMENTS)
     _put(overlay, TJ_2025, "meta.json", expired)
     _put(overlay, TJ_NEWER, "meta.json", _newer_tj_record())
     # The newer text's PDF is not in the mirror; a small real Dz.U. PDF stands in for it (its

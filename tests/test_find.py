@@ -10,7 +10,7 @@ from typing import get_type_hints
 import httpx
 import pytest
 
-from conftest import run_cli
+from support.cli import run_cli
 
 from pipeline.core.errors import FetchError
 from pipeline.service import ActQuery, Service
@@ -113,6 +113,28 @@ def test_ambiguous_unknown_and_textless_titles_are_one_line_each(server, scratch
     plan = json.loads(cli(server, scratch_url, "ingest", "--all", "--year", "2026", "--dry-run", "--json").stdout)
     skipped = {p["target"] for p in plan if p["skip"]}
     assert {"DU/2026/9001", "DU/2026/9002"} <= skipped and "DU/2026/548" not in skipped
+
+
+def test_a_bulk_ingest_by_title_reports_each_skipped_act_once(server, scratch_url, tmp_path):
+    """Some acts the search matches are ingested and one is skipped (metadata only): each act is said once,
+    the skipped one too (it was said by the service and again by the batch)."""
+    folder = tmp_path / "overlay" / "acts" / "DU/2026/9003"
+    folder.mkdir(parents=True)
+    folder.joinpath("meta.json").write_text(json.dumps(
+        {"ELI": "DU/2026/9003", "publisher": "DU", "year": 2026, "pos": 9003, "type": "Ustawa",
+         "title": "Ustawa z dnia 3 kwietnia 2026 r. o zarządzaniu danymi testowymi", "status": "obowiązujący",
+         "inForce": "IN_FORCE", "textHTML": False, "textPDF": False}, ensure_ascii=False))
+    server.overlay = tmp_path / "overlay"
+    done = cli(server, scratch_url, "ingest", "--all", "--title", "zarządzaniu danymi", "--no-embed",
+               "--archive", str(tmp_path / "dane"))
+    assert done.returncode == 0, done.stderr
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip().startswith(("new:", "skipped:"))]
+    assert said == [said[0], "skipped: DU/2026/9003 has metadata only in the ELI API: no text to ingest"], done.stderr
+    assert said[0].startswith("new: version 1") and "1 new version(s)" in done.stderr and "1 skipped" in done.stderr
+    report = json.loads(cli(server, scratch_url, "ingest", "--all", "--title", "zarządzaniu danymi", "--no-embed",
+                            "--json", "--archive", str(tmp_path / "dane")).stdout)
+    assert sorted((a["act"], a["status"]) for a in report["acts"]) == [("DU/2026/548", "skipped"),
+                                                                      ("DU/2026/9003", "skipped")]
 
 
 def test_the_api_down_is_one_error(scratch_url):

@@ -8,7 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "pipeline"
 
 # The stages in order: a module may import its own stage and the ones before it, never a later one.
-STAGES = ("core", "sources", "storage", "indexing", "retrieval", "answering", "service", "interfaces")
+STAGES = ("core", "sources", "storage", "embedders", "indexing", "retrieval", "answering", "service", "interfaces")
 # The package's own top: `pipeline` (the Python API's entry) and `python -m pipeline`.
 TOP = {"pipeline", "pipeline.__main__"}
 
@@ -107,11 +107,31 @@ def test_no_import_cycles():
     assert cycles == []
 
 
-def test_the_faces_open_no_connections():
-    """The CLI and the MCP server reach the database through the service only."""
-    faces = [n for n in GRAPH if stage(n) == "interfaces"]
-    assert faces
-    assert {f"{n} -> {t}" for n in faces for t in GRAPH[n] if t in ("pipeline.storage.db", "pipeline.service.pool")} == set()
+# What a face (the CLI, the MCP server, the web page) may import: the service and what it gives, and
+# core's shared rules; nothing below the service (it parses input and renders output, nothing more).
+FACE_MAY_IMPORT = ("core", "service", "interfaces")
+
+
+def faces_reaching_past_the_service(graph: dict[str, set[str]]) -> set[str]:
+    return {f"{n} -> {t}" for n, targets in graph.items() if stage(n) == "interfaces"
+            for t in targets if t == "pipeline" or stage(t) not in FACE_MAY_IMPORT}
+
+
+def test_the_faces_import_only_the_service_and_core():
+    """The CLI, the MCP server and the web page reach everything below through pipeline.Service and its
+    records; they open no connection and re-state no rule of a lower stage."""
+    assert [n for n in GRAPH if stage(n) == "interfaces"]
+    assert faces_reaching_past_the_service(GRAPH) == set()
+    assert {f"{n} -> {t}" for n in GRAPH if stage(n) == "interfaces" for t in GRAPH[n]
+            if t == "pipeline.service.pool"} == set()
+
+
+def test_the_face_rule_sees_a_face_reaching_past_the_service():
+    """The check can fail: a face importing storage or answering is reported."""
+    graph = {"pipeline.interfaces.probe": {"pipeline.storage.schema", "pipeline.answering.answer",
+                                           "pipeline.service", "pipeline.core.errors"}}
+    assert faces_reaching_past_the_service(graph) == {"pipeline.interfaces.probe -> pipeline.storage.schema",
+                                                      "pipeline.interfaces.probe -> pipeline.answering.answer"}
 
 
 def test_the_rules_checker_sees_a_broken_rule(tmp_path):

@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
 
 from pipeline.core.act_id import ActId, act_id_from_path, acts_in
 from pipeline.core.config import env_number
@@ -70,7 +70,6 @@ def test_two_versions_of_one_article_are_merged_once() -> None:
                              Article("6", "Art. 6. X.")], warnings)
     assert [(a.number, a.text, a.repealed) for a in merged] == [
         ("5", f"Art. 5. (uchylony)\n{TWO_WORDINGS}\nArt. 5. Nowy.", False), ("6", "Art. 6. X.", False)]
-    assert TWO_WORDINGS.startswith("[Tekst jednolity podaje dwa brzmienia tego artykułu")
     assert warnings == ["art. 5: two wordings (now, and after an amendment) kept in one article, marked"]
 
 

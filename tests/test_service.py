@@ -73,23 +73,39 @@ def test_limits_and_errors_are_the_same_as_on_every_face(law):
     assert law.search(QUESTION, k=MAX_K, mode="text").hits  # the limit itself is allowed
 
 
-def test_threads_share_the_pool(law):
-    """Each call takes a connection of its own from the pool: concurrent callers all get answers."""
-    results: list[str] = []
+def _in_threads(n: int, fn) -> list[BaseException]:
+    """``fn()`` in ``n`` threads at once; what they raised (a failure in a thread must reach the test)."""
     errors: list[BaseException] = []
 
     def call() -> None:
         try:
-            results.append(law.show(KP, "154")["article"])
-        except BaseException as exc:  # a failure in a thread must reach the test
+            fn()
+        except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=call) for _ in range(6)]
+    threads = [threading.Thread(target=call) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == [] and results == ["154"] * 6
+    return errors
+
+
+def test_threads_share_the_pool(law):
+    """Each call takes a connection of its own from the pool: as many callers as the pool holds are inside
+    their calls at once (each waits there for the others: calls run one after another would never meet),
+    and more callers than that wait their turn and all get answers."""
+    met: list[int] = []
+    barrier = threading.Barrier(2, timeout=20)  # the fixture's pool holds 2
+
+    def inside(conn) -> None:
+        met.append(conn.info.backend_pid)
+        barrier.wait()  # BrokenBarrierError if the other caller cannot be inside at the same time
+
+    assert _in_threads(2, lambda: law.pool.run(inside)) == [] and len(set(met)) == 2  # two connections at once
+    results: list[str] = []
+    assert _in_threads(6, lambda: results.append(law.show(KP, "154")["article"])) == []
+    assert results == ["154"] * 6
 
 
 def test_ask_offline_quotes_the_article_named(law):
@@ -98,3 +114,67 @@ def test_ask_offline_quotes_the_article_named(law):
     assert asked.answer.model is None and not asked.answer.refused
     assert asked.answer.citations[0] == (KP, "154")
     assert asked.to_dict()["citations"][0]["citation"] == f"[{KP}, art. 154]"
+
+
+def test_status_and_doctor_check_the_services_own_database_and_embedder(stand_in_corpus_url, monkeypatch):
+    """A Service given a URL and an embedder is checked against them, not against the environment (which
+    here names neither a database nor a working embedder)."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("EMBED_BACKEND", "no-such-backend")
+    with Service(stand_in_corpus_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as own:
+        info = own.status()
+        checks = {c["name"]: c for c in own.doctor()}
+    assert info["embedder"]["model"] == StandInEmbedder().name and info["server"] == "external"
+    assert info["rows"]["acts"] == 2 and info["migration_state"] == "current"
+    assert checks["embedder"]["status"] == "ok" and StandInEmbedder().name in checks["embedder"]["detail"]
+    assert checks["data"]["detail"] == "2 texts of 2 acts"  # the corpus, not the embedded server's database
+    assert checks["vectors"]["status"] == "ok" and StandInEmbedder().name in checks["vectors"]["detail"]
+    assert checks["database"]["detail"].startswith("external PostgreSQL")
+
+
+def test_a_check_that_cannot_run_fails_alone_and_leaves_no_connection(server_url):
+    """The embedding queue's table is gone (a damaged database): doctor says so as one failed check, the
+    others still run, and its connection is closed, not left to the garbage collector."""
+    import psycopg
+
+    from support.database import create_database
+
+    url = create_database(server_url, "doctor_damaged")
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("DROP TABLE embedding_queue CASCADE")
+    with Service(url, embedder=StandInEmbedder(), pool_size=1, warm=False) as own:
+        checks = own.doctor()
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            left = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'doctor_damaged'").fetchone()[0]
+    by_name = {c["name"]: c for c in checks}
+    assert by_name["database"]["status"] == "ok" and by_name["database checks"]["status"] == "fail"
+    assert 'relation "embedding_queue" does not exist' in by_name["database checks"]["detail"]
+    assert by_name["embedder"]["status"] == "ok"  # the checks after it still ran
+    assert left == 0
+
+
+def test_an_ingest_request_is_checked_once_before_anything_runs(scratch_url, tmp_path):
+    """Every rule of an ingest call is the request's (pipeline.indexing.request), checked before any work:
+    a chunk size the chunker cannot use is a usage error, not an act failed at each of its acts."""
+    import psycopg
+
+    from pipeline import IngestRequest  # noqa: F401 (also the package's own name for it)
+    from pipeline.service import IngestRequest as Request
+    from support.paths import require_mirror
+
+    mirror = require_mirror()
+    with Service(scratch_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as own:
+        for request, message in (
+            (Request(acts=("DU/2026/548",), source=mirror, chunk_chars=50), "chunk size must be a whole number"),
+            (Request(acts=("DU/2026/548",), source=mirror, jobs=0), "jobs must be a whole number"),
+            (Request(acts=("DU/2026/548",), title="Kodeks pracy"), "--title/--year find acts in the ELI API"),
+            (Request(acts=("DU/2026/548",), source=mirror, act_type="Ustawa"), "go with --title"),
+            (Request(all_acts=True), "--all needs --source"),
+            (Request(acts=("DU/2026/548",), latest=True, source=mirror), "--latest asks the ELI API"),
+            (Request(source=tmp_path / "none", acts=("DU/2026/548",)), "is not a folder"),
+            (Request(), "nothing to ingest"),
+        ):
+            with pytest.raises(UsageError, match=message):
+                own.ingest(request)
+    with psycopg.connect(scratch_url) as c:
+        assert c.execute("SELECT count(*) FROM ingest_runs").fetchone()[0] == 0

@@ -24,13 +24,13 @@ from pipeline.answering.chat import (
     probe,
     rewrite_query,
 )
-from pipeline.answering.citations import answer_warnings, cite, foreign_citations, parse_citations
+from pipeline.answering.citations import answer_warnings, cite, cited_segments, foreign_citations, parse_citations
 from pipeline.answering.extractive import EXTRACTIVE_NOTE, extractive_answer, split_units, stem
 from pipeline.answering.fragments import Answer, Fragment
 from pipeline.answering.prompts import NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT, build_messages, refusal
 from pipeline.core.errors import AnswerError, UsageError
 from pipeline.core.limits import CONTEXT_CHARS, MAX_K, check_question
-from pipeline.indexing.embedders import Embedder
+from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
 from pipeline.retrieval.search import checked_search, search_gaps
@@ -71,6 +71,11 @@ class Asked:
     def answer_warnings(self) -> list[str]:
         """What is wrong with the answer's citations (:func:`answer_warnings`)."""
         return answer_warnings(self.answer)
+
+    def segments(self) -> list[tuple[str, tuple[str, str] | None]]:
+        """The answer's text in pieces: plain text (None), and each citation with the (act, article) it
+        names (pipeline.answering.citations.cited_segments): what a page links."""
+        return cited_segments(self.answer.text)
 
     def to_dict(self) -> dict:
         result = self.answer

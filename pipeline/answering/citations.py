@@ -8,6 +8,7 @@ from pipeline.answering.fragments import Answer
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId
 from pipeline.core.numbering import TYPED, find_typed
+from pipeline.core.units import CITED_WORD
 
 
 def cite(act: str, article: str) -> str:
@@ -16,13 +17,13 @@ def cite(act: str, article: str) -> str:
 
 # "[DU/2025/277, art. 154]" as the prompt asks, and what models write instead: no comma, "Art.", the
 # journal form "Dz.U. 2025 poz. 277", several articles ("art. 154, 155", "art. 154 i art. 155", a range
-# "art. 154-155": both ends), numbers as typed ("151¹", "151^1", "3a^1": core.numbering). A § / ust. /
-# pkt after the number ends the list.
+# "art. 154-155": both ends), numbers as typed ("151¹", "151^1", "3a^1": core.numbering). A unit cited
+# after the number (§ / ust. / pkt / lit.: core.units) ends the list.
 _CITATION = re.compile(
     rf"(?i)\b(?:((?:DU|MP)/\d{{4}}/\d+)|((?:dz\.?\s*u\.?|m\.?\s*p\.?)\s*(?:z\s+)?\d{{4}}\s*(?:r\.)?\s*"
     rf"(?:nr\s*\d+\s*,?\s*)?poz\.?\s*\d{{1,6}}))\s*,?\s*art\.\s*"
     rf"((?:{TYPED})(?:\s*(?:,|\bi\b|\boraz\b|-|–)\s*(?:art\.\s*)?(?:{TYPED})"
-    rf"(?=\s*(?:[\]),;.]|\bi\b|\boraz\b|-|–|§|ust\.|pkt|$)))*)"
+    rf"(?=\s*(?:[\]),;.]|\bi\b|\boraz\b|-|–|{CITED_WORD}|$)))*)"
 )
 
 
@@ -40,6 +41,25 @@ def parse_citations(text: str) -> list[tuple[str, str]]:
             if (act, article) not in found:
                 found.append((act, article))
     return found
+
+
+_BRACKETS = re.compile(r"\[[^\[\]\n]{4,200}\]")  # a bracketed span of one line: where a citation stands
+
+
+def cited_segments(text: str) -> list[tuple[str, tuple[str, str] | None]]:
+    """``text`` in pieces, in order: plain text (None), and each bracketed citation with the first
+    ``(act, article)`` it names (a page makes it a link)."""
+    out: list[tuple[str, tuple[str, str] | None]] = []
+    pos = 0
+    for m in _BRACKETS.finditer(text):
+        cited = parse_citations(m.group(0))
+        if not cited:
+            continue
+        out.append((text[pos:m.start()], None))
+        out.append((m.group(0), cited[0]))
+        pos = m.end()
+    out.append((text[pos:], None))
+    return out
 
 
 def foreign_citations(answer: Answer) -> list[tuple[str, str]]:

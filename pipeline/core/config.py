@@ -1,4 +1,11 @@
-"""Settings read from the environment, in one place (docs/configuration.md's table mirrors this)."""
+"""The store's settings read from the environment: the database, the home folder, the archive, chunk sizes.
+
+Each service's own settings are read where its client is built from them: the embedders (EMBED_*,
+OLLAMA_URL: pipeline.embedders), the answer model (ANSWER_*, OPENROUTER_API_KEY:
+pipeline.answering.chat, ANSWER_MIN_SIMILARITY: pipeline.retrieval.refusal), the ELI API
+(ELI_API_URL: pipeline.sources.fetch), the parse cache (PIPELINE_PARSE_CACHE); PIPELINE_DEBUG by each
+face. docs/configuration.md lists every one (tests/test_docs.py checks it).
+"""
 from __future__ import annotations
 
 import math

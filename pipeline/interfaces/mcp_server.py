@@ -29,7 +29,7 @@ from pipeline.core import __version__
 from pipeline.core.errors import is_for_the_user, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
-from pipeline.service.results import ActRecord, ArticleRecord, FoundActRecord, HitRecord, _OPEN
+from pipeline.service.results import OPEN, ActRecord, ArticleRecord, FoundActRecord, HitRecord
 from pipeline.interfaces.listening import check_port
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ PAGE_CHARS = 4000  # get_article's default page: a long article (art. 151^1 …)
 
 
 class SearchResult(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     query: str
     mode: str
     as_of: dt.date | None
@@ -60,7 +60,7 @@ class ArticleResult(ArticleRecord):
 
 
 class TextSide(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str
     version_no: int
     valid_from: dt.date | None
@@ -74,16 +74,16 @@ class DiffOp(TypedDict):
 # "from" is a keyword: the functional form.
 ArticleDiff = TypedDict("ArticleDiff", {"act": str, "article": str, "from": TextSide, "to": TextSide,
                                         "unchanged": bool, "note": "str | None", "ops": list[DiffOp]})
-ArticleDiff.__pydantic_config__ = _OPEN  # type: ignore[attr-defined]
+ArticleDiff.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
 
 
 class ActsResult(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     acts: list[ActRecord]
 
 
 class FindActsResult(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     query: dict
     source: str  # "api": the ELI API; "stored": the database
     total: int
@@ -92,14 +92,14 @@ class FindActsResult(TypedDict):
 
 
 class CitedArticle(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     citation: str
     act: str
     article: str
 
 
 class AnswerFragment(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     citation: str
     act: str
     article: str
@@ -109,7 +109,7 @@ class AnswerFragment(TypedDict):
 
 
 class AnswerResult(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     question: str
     searched: str
     answer: str

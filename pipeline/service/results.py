@@ -1,26 +1,31 @@
-"""The result schemas every face gives: a hit, an article, an act (an answer is ``Asked.to_dict()``).
+"""The result schemas every face gives: a hit, an article, an act, a search (an answer is
+``Asked.to_dict()``).
 
 One function per record, so that `pipeline search --json`, MCP `search_law`, the Python API and the
 web page give the same keys for the same thing (docs/results.md describes them). The TypedDicts are
-the schemas the MCP server publishes; ``extra="allow"`` lets a key added here reach clients at once.
+the schemas the MCP server publishes; ``extra="allow"`` (:data:`OPEN`) lets a key added here reach
+clients at once.
 """
 from __future__ import annotations
 
 import datetime as dt
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from typing_extensions import TypedDict
 
 from pipeline.answering.citations import cite
-from pipeline.indexing.find import ActFound, Pick
+from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
+from pipeline.sources.record import display_title
 from pipeline.storage.currency import Currency
 
-_OPEN = {"extra": "allow"}  # pydantic's ConfigDict, without importing pydantic for every CLI command
+OPEN = {"extra": "allow"}  # pydantic's ConfigDict, without importing pydantic for every CLI command
 
 
 class HitRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     rank: int
     citation: str  # "[DU/2025/277, art. 154]": what an answer should quote
     act: str  # the ELI id of the text the hit is from
@@ -41,12 +46,20 @@ class HitRecord(TypedDict):
     named: bool  # the question names this article ("art. 52 kp"): put first
     chunk_id: int
     text: str
-    currency: dict | None  # the act's currency: text_as_of, amended_after, in_force, note … (docs/results.md)
+    currency: dict | None  # the act's currency: state, text_as_of, amended_after, in_force, note … (docs/results.md)
     currency_note: str | None  # the same as one Polish line
 
 
+class VersionRecord(TypedDict):
+    __pydantic_config__ = OPEN  # type: ignore[misc]
+    act: str
+    version_no: int
+    valid_from: dt.date | None
+    ingested_at: str | None
+
+
 class ReferenceRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str | None  # the base act cited (null: not known, e.g. an EU regulation)
     article: str | None  # null: the whole act is cited
     unit: str  # "§ 1 pkt 2", "ust. 3"; "": the whole article
@@ -56,13 +69,13 @@ class ReferenceRecord(TypedDict):
 
 
 class CitingRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str
     article: str
 
 
 class DefinitionRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     term: str
     act: str
     article: str
@@ -71,7 +84,7 @@ class DefinitionRecord(TypedDict):
 
 
 class ArticleRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     citation: str
     act: str
     act_title: str | None
@@ -88,21 +101,15 @@ class ArticleRecord(TypedDict):
     references: list[ReferenceRecord]  # what the article refers to, in the text's order
     referenced_by: list[CitingRecord]  # the stored articles that cite it
     definitions: list[DefinitionRecord]  # the act's definitions whose terms it uses
-
-
-class VersionRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    act: str
-    version_no: int
-    valid_from: dt.date | None
-    ingested_at: str | None
+    versions: list[VersionRecord]  # every stored text of the article's act, oldest first
 
 
 class ActRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str  # the current text's ELI id (search and show take it)
     base_act: str  # the act it is a text of (a consolidated text's base act, else itself)
     title: str | None
+    display_title: str | None  # the part of the title that names the act ("ustawy - Kodeks pracy")
     act_type: str | None
     status: str | None
     in_force: str | None
@@ -116,7 +123,7 @@ class ActRecord(TypedDict):
 
 
 class FoundActRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str  # the act found (a consolidated text is listed under its base act)
     title: str | None
     act_type: str | None
@@ -132,7 +139,7 @@ class FoundActRecord(TypedDict):
 
 
 class PickRecord(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]
     act: str
     title: str | None
     target: str  # what ingest fetches: the newest consolidated text, or the act itself
@@ -159,10 +166,17 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
     }
 
 
+def version_record(version: dict[str, Any]) -> VersionRecord:
+    """A stored version as pipeline.storage.articles.versions_of lists it."""
+    return {"act": version["eli"], "version_no": version["version_no"], "valid_from": version["valid_from"],
+            "ingested_at": version["ingested_at"]}
+
+
 def article_record(found: dict[str, Any], as_of: dt.date | None = None,
                    context: dict[str, list] | None = None) -> ArticleRecord:
     """An article as :func:`pipeline.storage.articles.get_article` reads it, with its legal context
-    (pipeline.storage.context: references, referenced_by, definitions; empty lists when not read)."""
+    (pipeline.storage.context: references, referenced_by, definitions) and its act's stored versions
+    (``versions``); empty lists for what was not read."""
     context = context or {}
     return {
         "citation": cite(found["eli"], found["article"]), "act": found["eli"], "act_title": found["act_title"],
@@ -172,6 +186,7 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
         "currency_note": found["currency"]["note"] if found.get("currency") else None,
         "references": context.get("references", []), "referenced_by": context.get("referenced_by", []),
         "definitions": context.get("definitions", []),
+        "versions": [version_record(v) for v in context.get("versions", [])],
     }
 
 
@@ -181,11 +196,77 @@ def act_record(currency: Currency, stored: dict[str, Any] | None) -> ActRecord:
     stored = stored or {}
     facts = currency.to_dict()
     return {
-        "act": currency.eli, "base_act": currency.base_eli, "title": currency.title or stored.get("title"),
+        "act": currency.eli, "base_act": currency.base_eli, "title": (title := currency.title or stored.get("title")),
+        "display_title": display_title(title),
         "act_type": stored.get("act_type"), "status": currency.status, "in_force": currency.in_force,
         "version_no": currency.version_no, "valid_from": stored.get("valid_from", currency.text_as_of),
         "article_count": stored.get("article_count"), "chunk_count": stored.get("chunk_count"),
-        "versions": [{"act": v["eli"], "version_no": v["version_no"], "valid_from": v["valid_from"],
-                      "ingested_at": v["ingested_at"]} for v in stored.get("versions") or []],
+        "versions": [version_record(v) for v in stored.get("versions") or []],
         "currency": facts, "currency_note": facts["note"],
     }
+
+
+# --- what a search and a find return --------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Found:
+    """A search's result: the hits in rank order, and what makes the ranking incomplete or says that
+    none of the hits answers (``warnings``, one line each)."""
+
+    query: str
+    mode: str
+    as_of: dt.date | None
+    acts: list[str] | None
+    hits: list[Hit]
+    warnings: list[str] = field(default_factory=list)
+    # The warning that `ask` would refuse these hits (pipeline.retrieval.refusal), one of ``warnings``;
+    # None: they hold something like an answer (or the mode is not the one ask searches with).
+    refusal: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+    @property
+    def not_found(self) -> str:
+        """The one sentence of "not in the documents", as `ask` answers a refused question."""
+        from pipeline.answering.prompts import NOT_FOUND
+
+        return NOT_FOUND
+
+    @property
+    def stems(self) -> list[str]:
+        """The stems of the question's words (of four letters or more) that a page marks in the hits:
+        the offline answer's crude Polish stem (pipeline.answering.extractive.stem)."""
+        from pipeline.answering.extractive import stem
+
+        return sorted({stem(w) for w in _WORD.findall(self.query) if len(w) >= 4})
+
+    def records(self) -> list[HitRecord]:
+        """The hits as every face gives them (:func:`hit_record`)."""
+        return [hit_record(h, rank, self.as_of) for rank, h in enumerate(self.hits, start=1)]
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "mode": self.mode, "as_of": self.as_of, "acts": self.acts,
+                "hits": self.records(), "warnings": self.warnings}
+
+
+@dataclass
+class FoundActs:
+    """`pipeline find`'s result: the acts whose title matches, from the API or (``source`` "stored") the
+    database; ``total``: the records that match, before consolidated texts are put under their act."""
+
+    query: ActQuery
+    source: str
+    total: int
+    acts: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        q = self.query
+        return {"query": {"title": q.title, "act_type": q.act_type, "in_force": q.in_force, "year": q.year,
+                          "publisher": q.publisher},
+                "source": self.source, "total": self.total, "acts": self.acts, "warnings": self.warnings}

@@ -1,31 +1,35 @@
-"""What `pipeline db status` and `pipeline doctor` report."""
+"""What `pipeline db status` and `pipeline doctor` report, about the service's own database and embedder
+(pipeline.service.Service.status and .doctor hand them in)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.core.errors import one_line
-from pipeline.indexing.embedders import EmbedderError, configured_model, embedder_from_env, sparse_head
+from pipeline.core.errors import is_for_the_user, one_line
+from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage import db, schema
 
 if TYPE_CHECKING:
     from pipeline.answering.answer import ChatConfig
 
 
-def database_status(url: str | None = None) -> dict[str, Any]:
-    url = url or db.database_url()
+def database_status(url: str, *, server: str, embedder: Callable[[], Embedder]) -> dict[str, Any]:
+    """The server (``server``: "embedded" or "external"), versions, migration state, row counts and
+    embedding progress of the database at ``url``, and the embedder ``embedder()`` gives."""
     with db.connect(url, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
         created, available = pgvector_versions(conn)
         current = schema.current_revision(conn)
         info: dict[str, Any] = {
-            "server": db.server_kind(),
+            "server": server,
             "postgresql": version.split()[0],
             "pgvector": created or (f"{available} (available, not created)" if available else None),
             "migration": current,
             "migration_head": schema.head_revision(),
+            "migration_state": schema.migration_state(current),
             "text_search": text_search_kind(conn),
             "rows": {},
             "embeddings": [],
@@ -43,7 +47,7 @@ def database_status(url: str | None = None) -> dict[str, Any]:
             if conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL").fetchone()[0]:
                 # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
                 info["chunk_texts"] = conn.execute("SELECT chunks FROM corpus_totals").fetchone()[0]
-    info["embedder"] = embedder_description()
+    info["embedder"] = embedder_description(embedder)
     return info
 
 
@@ -70,9 +74,9 @@ def text_search_kind(conn) -> str:
     return f"polish ({row[0]})" if row and row[0] else "missing"
 
 
-def embedder_description() -> dict[str, Any]:
+def embedder_description(embedder: Callable[[], Embedder]) -> dict[str, Any]:
     try:
-        return embedder_from_env().describe()
+        return embedder().describe()
     except EmbedderError as exc:
         return {"error": str(exc)}
 
@@ -99,19 +103,20 @@ def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
             "psql \"$(pipeline db url)\" -c 'SELECT refresh_search_stats()'")
 
 
-def _has_sparse_head() -> bool:
-    """The configured embedder has a sparse head (loads the local model: doctor embeds a probe anyway)."""
+def _has_sparse_head(embedder: Callable[[], Embedder]) -> bool:
+    """The embedder has a sparse head (loads the local model: doctor embeds a probe anyway)."""
     try:
-        return sparse_head(embedder_from_env()) is not None
+        return sparse_head(embedder()) is not None
     except EmbedderError:
         return False
 
 
-def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
-    """Texts with no vector for the configured model, queued or not (e.g. stored before a model switch):
+def _vectors_check(conn: psycopg.Connection, embedder: Callable[[], Embedder]) -> tuple[str, str, str, str]:
+    """Texts with no vector for the service's model, queued or not (e.g. stored before a model switch):
     the vector arm cannot find their articles. An anti-join over every text: seconds at 1M chunks."""
-    model = configured_model()
-    if model is None:
+    try:
+        model = embedder().name
+    except EmbedderError:
         return "vectors", "warn", "no embedding model configured", "check EMBED_BACKEND / EMBED_MODEL"
     texts, missing = conn.execute(
         """
@@ -126,7 +131,7 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
         # worker with the head has run (a database embedded before 0008), the model is not registered.
         registered = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s)",
                                   (model,)).fetchone()[0]
-        if not registered and _has_sparse_head():
+        if not registered and _has_sparse_head(embedder):
             return ("vectors", "warn", f"no chunk text has a {model} sparse vector (embedded before this pipeline "
                     "added them): hybrid search runs without its sparse arm", "run: pipeline embed")
         sparse_missing = 0 if not registered else conn.execute(
@@ -144,70 +149,42 @@ def _vectors_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
             "refusal rule cannot see their articles", "run: pipeline embed")
 
 
-def doctor(config: ChatConfig | None = None) -> list[dict[str, str]]:
-    """Check every dependency; each check is {name, status: ok|warn|fail, detail, fix}."""
+Check = tuple[str, str, str, str]  # name, ok|warn|fail, detail, fix
+
+
+def doctor(url: Callable[[], str], *, server: str, embedder: Callable[[], Embedder],
+           config: ChatConfig | None = None) -> list[dict[str, str]]:
+    """Check every dependency of the service: its database (``url()``: the URL, the embedded server
+    started when needed; ``server``: "embedded" or "external"), ``embedder()`` and the answer model.
+    Each check is {name, status: ok|warn|fail, detail, fix}; a check that fails to run is a "fail"
+    with its reason, the others still run, and no connection is left open."""
     checks: list[dict[str, str]] = []
 
     def add(name: str, status: str, detail: str, fix: str = "") -> None:
         checks.append({"name": name, "status": status, "detail": detail, "fix": fix})
 
-    conn = None
     try:
-        url = db.database_url()
-        conn = db.connect(url, autocommit=True)
-        version = conn.execute("SHOW server_version_num").fetchone()[0]
-        major = int(version) // 10000
-        add("database", "ok" if major >= 15 else "fail", f"{db.server_kind()} PostgreSQL {major}",
-            "" if major >= 15 else "use PostgreSQL 15 or newer")
+        with db.connect(url(), autocommit=True) as conn:
+            version = conn.execute("SHOW server_version_num").fetchone()[0]
+            major = int(version) // 10000
+            add("database", "ok" if major >= 15 else "fail", f"{server} PostgreSQL {major}",
+                "" if major >= 15 else "use PostgreSQL 15 or newer")
+            for check in _database_checks(conn, embedder):
+                add(*check)
     except Exception as exc:
-        add("database", "fail", one_line(exc),
-            "set DATABASE_URL to a reachable server, or unset it to use the embedded one" if db.server_kind() == "external"
-            else "fix what the error says (e.g. free disk space under PIPELINE_HOME), or set DATABASE_URL")
-    if conn is not None:
-        created, available = pgvector_versions(conn)
-        if created:
-            ok = tuple(int(x) for x in created.split(".")[:2]) >= (0, 8)
-            add("pgvector", "ok" if ok else "fail", f"pgvector {created}", "" if ok else "upgrade pgvector to 0.8 or newer")
-        elif available:
-            add("pgvector", "warn", f"pgvector {available} available, not created yet", "run: pipeline db upgrade")
-        else:
-            add("pgvector", "fail", "pgvector is not installed on the server", "use the pgvector/pgvector image or install it")
-        current, head = schema.current_revision(conn), schema.head_revision()
-        if schema.newer_than_code(current):
-            add("migrations", "fail", f"at {current}, newer than this pipeline (head {head})",
-                "install the pipeline version that migrated it, or a newer one")
-        else:
-            add("migrations", "ok" if current == head else "warn", f"at {current or 'none'}, head {head}",
-                "" if current == head else "run: pipeline db upgrade")
-        kind = text_search_kind(conn)
-        if "ispell" in kind:
-            add("text search", "ok", kind + ": Polish base forms")
-        elif kind == "missing":
-            add("text search", "warn", "no 'polish' configuration", "run: pipeline db upgrade")
-        else:
-            add("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
-                "install the dictionary files (docs/operations.md: docker-compose) and run: pipeline db upgrade")
-        if current:
-            failing = conn.cursor(row_factory=dict_row).execute(
-                "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
-            ).fetchone()
-            queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
-            if failing["n"]:
-                add("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
-                    "fix the embedder, then: pipeline embed")
-            else:
-                add("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
-                    "" if not queued else "run: pipeline embed")
-            add(*_vectors_check(conn))
-            add(*_data_check(conn))
-        if current == head:
-            add(*_search_stats_check(conn))
-        conn.close()
+        if not is_for_the_user(exc):
+            raise
+        if not checks:
+            add("database", "fail", one_line(exc),
+                "set DATABASE_URL to a reachable server, or unset it to use the embedded one" if server == "external"
+                else "fix what the error says (e.g. free disk space under PIPELINE_HOME), or set DATABASE_URL")
+        else:  # connected, but a check could not read what it reads
+            add("database checks", "fail", one_line(exc), "run: pipeline db upgrade (then pipeline doctor again)")
 
     try:
-        embedder = embedder_from_env()
-        vector = embedder.embed_query("test")
-        add("embedder", "ok", f"{embedder.backend} {embedder.name}, {len(vector)} dimensions")
+        model = embedder()
+        vector = model.embed_query("test")
+        add("embedder", "ok", f"{model.backend} {model.name}, {len(vector)} dimensions")
     except EmbedderError as exc:
         add("embedder", "fail", str(exc), "check EMBED_BACKEND / EMBED_MODEL / OLLAMA_URL / EMBED_BASE_URL")
 
@@ -223,3 +200,48 @@ def doctor(config: ChatConfig | None = None) -> list[dict[str, str]]:
         add("answer model", "warn", config.describe() + "; `ask` answers offline with cited sentences",
             "set OPENROUTER_API_KEY (or ANSWER_BASE_URL for a local OpenAI-compatible server)")
     return checks
+
+
+def _database_checks(conn: psycopg.Connection, embedder: Callable[[], Embedder]) -> Iterator[Check]:
+    """The checks of a reachable database, in order; an error reading one ends them (the caller says so)."""
+    created, available = pgvector_versions(conn)
+    if created:
+        ok = tuple(int(x) for x in created.split(".")[:2]) >= (0, 8)
+        yield ("pgvector", "ok" if ok else "fail", f"pgvector {created}",
+               "" if ok else "upgrade pgvector to 0.8 or newer")
+    elif available:
+        yield ("pgvector", "warn", f"pgvector {available} available, not created yet", "run: pipeline db upgrade")
+    else:
+        yield ("pgvector", "fail", "pgvector is not installed on the server",
+               "use the pgvector/pgvector image or install it")
+    current, head = schema.current_revision(conn), schema.head_revision()
+    state = schema.migration_state(current)
+    if state == "ahead":
+        yield ("migrations", "fail", f"at {current}, newer than this pipeline (head {head})",
+               "install the pipeline version that migrated it, or a newer one")
+    else:
+        yield ("migrations", "ok" if state == "current" else "warn", f"at {current or 'none'}, head {head}",
+               "" if state == "current" else "run: pipeline db upgrade")
+    kind = text_search_kind(conn)
+    if "ispell" in kind:
+        yield ("text search", "ok", kind + ": Polish base forms", "")
+    elif kind == "missing":
+        yield ("text search", "warn", "no 'polish' configuration", "run: pipeline db upgrade")
+    else:
+        yield ("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
+               "install the dictionary files (docs/operations.md: docker-compose) and run: pipeline db upgrade")
+    if current:
+        failing = conn.cursor(row_factory=dict_row).execute(
+            "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
+        ).fetchone()
+        queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+        if failing["n"]:
+            yield ("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
+                   "fix the embedder, then: pipeline embed")
+        else:
+            yield ("embedding queue", "ok" if not queued else "warn", f"{queued} queued",
+                   "" if not queued else "run: pipeline embed")
+        yield _vectors_check(conn, embedder)
+        yield _data_check(conn)
+    if state == "current":
+        yield _search_stats_check(conn)

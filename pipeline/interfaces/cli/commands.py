@@ -1,0 +1,508 @@
+"""The `pipeline` commands: each parses its options, calls one method of pipeline.Service and prints
+what it returns (pipeline.interfaces.cli.render; ``--json``: the records themselves)."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipeline.core import __version__
+from pipeline.core.errors import SyncBusy, UsageError
+from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FIND_LIMIT, FUSIONS, MAX_CHARS, MAX_FIND_LIMIT, \
+    MAX_JOBS, MAX_K, MIN_CHARS, MODES
+from pipeline.interfaces.cli import render
+from pipeline.interfaces.cli.params import (ACT_ID, QUESTION, TOKEN, IsoDate, day, emit_json, friendly, service,
+                                            warn)
+
+SYNC_BUSY_EXIT = 75  # EX_TEMPFAIL (sysexits.h): another sync holds the lock; not a failed act
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pipeline")
+def main() -> None:
+    """Polish law in PostgreSQL/pgvector: ingest acts from the Sejm ELI API, search them, ask with citations.
+
+    \b
+    Database: DATABASE_URL, or an embedded PostgreSQL started on demand in $PIPELINE_HOME.
+    Typical use:
+      pipeline ingest --act DU/2025/277
+      pipeline search "ile dni urlopu po 10 latach pracy"
+      pipeline ask "Ile dni urlopu mi przysługuje?"
+    """
+    # SIGPIPE stays ignored (Python's default), not SIG_DFL: the commands also write to sockets (the
+    # ELI API, the models, `serve` and `mcp` clients), and SIG_DFL would end the process without a
+    # word when one of them drops a connection mid-write. A reader that leaves a pipe early is handled
+    # in friendly() instead.
+
+
+# --- db ------------------------------------------------------------------------------------------
+
+@main.group("db")
+def db_group() -> None:
+    """Database: migrations, status, connection URL, embedded server."""
+
+
+@db_group.command("upgrade")
+@click.option("--revision", default="head", show_default=True, help="Target migration revision.")
+@friendly
+def db_upgrade(revision: str) -> None:
+    """Apply migrations up to head (other commands do this implicitly)."""
+    revision = service().upgrade(revision)
+    click.echo(f"database at {revision or 'base (empty)'}")
+
+
+@db_group.command("downgrade")
+@click.argument("revision")
+@click.option("--yes", is_flag=True, help="Confirm (required): a downgrade drops what later revisions added; "
+                                          "to 'base', all data.")
+@friendly
+def db_downgrade(revision: str, yes: bool) -> None:
+    """Revert migrations to REVISION ('base' = empty database)."""
+    if not yes:
+        raise click.UsageError("downgrading may drop data; pass --yes to confirm")
+    running = service()
+    undone = running.downgrade(revision)
+    # The revision the database is at now (not the one asked for: upgrading to an older one is a no-op).
+    click.echo(f"database at {running.revision() or 'base (empty)'}")
+    for rev, summary in undone:  # what is gone with them, for the operator
+        click.echo(f"undid {rev}: {summary}", err=True)
+    click.echo("note: other commands upgrade the database to head again before they run", err=True)
+
+
+@db_group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@friendly
+def db_status(as_json: bool) -> None:
+    """Server kind and versions, migration head, row counts, embedding progress."""
+    info = service().status()
+    if as_json:
+        emit_json(info)
+        return
+    render.status(info)
+
+
+@db_group.command("url")
+@friendly
+def db_url() -> None:
+    """Print a URL that psql accepts:  psql "$(pipeline db url)"."""
+    click.echo(service().database_url(migrate=False))
+
+
+@db_group.command("stop")
+@friendly
+def db_stop() -> None:
+    """Stop the embedded server (it keeps running between commands otherwise)."""
+    click.echo("stopped" if service().stop_database() else "not running")
+
+
+# --- ingest --------------------------------------------------------------------------------------
+
+@main.command("ingest")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--act", "acts", multiple=True, type=ACT_ID, metavar="ID",
+              help="ELI id such as DU/2025/277 (repeatable).")
+@click.option("--all", "all_acts", is_flag=True, help="Every act found in --source.")
+@click.option("--source", type=click.Path(path_type=Path, file_okay=False),
+              help="Read acts from an archive in the ELI mirror layout (acts/DU/2025/277/...) instead of HTTP.")
+@click.option("--offline", is_flag=True, help="Use only raw responses archived earlier in the archive dir.")
+@click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
+@click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
+@click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, MAX_CHARS), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
+@click.option("--latest", is_flag=True,
+              help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
+@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), metavar="N",
+              help="Processes parsing the next acts ahead, for --source/--offline [default: CPUs, at most 4].")
+@click.option("--title", help="The act whose title this is (its newest consolidated text); with --all: every act "
+                              "whose title has these words.")
+@click.option("--type", "act_type", metavar="TYPE", help="With --title/--year: only acts of this type (Ustawa …).")
+@click.option("--in-force", is_flag=True, help="With --title/--year: only acts in force.")
+@click.option("--year", type=click.IntRange(1918, 2100), help="With --title, or --all: only acts of this year.")
+@click.option("--original", is_flag=True, help="With --title: the act as enacted, not its newest consolidated text.")
+@click.option("--dry-run", is_flag=True, help="With --title/--year: list what would be fetched, fetch nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@friendly
+def ingest_cmd(no_embed: bool, as_json: bool, **asked: Any) -> None:
+    """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
+
+    \b
+    pipeline ingest --act DU/2025/277
+    pipeline ingest --title "Kodeks pracy"     # its newest consolidated text
+    pipeline ingest --all --title "ochronie danych" --type Ustawa --in-force --dry-run
+    pipeline ingest --all --year 2026 --type Ustawa
+    pipeline ingest --source ../shared/eli --all
+    pipeline ingest ./D20250277.pdf            # act id from the file name
+    pipeline ingest text.html --act DU/2024/581
+
+    A search ingest run again skips the texts already stored without asking the API for them, so an
+    interrupted one resumes where it stopped.
+    """
+    from pipeline.service import IngestEvents, IngestRequest
+
+    request = IngestRequest(embed=not no_embed, **asked)
+    quiet = as_json
+    if request.dry_run:
+        picks = service().ingest_plan(request, progress=None if quiet else render.step)
+        emit_json(picks) if as_json else render.ingest_plan(picks)
+        return
+    events = IngestEvents() if quiet else IngestEvents(
+        on_start=lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True), on_result=render.ingest_result,
+        progress=render.step, embed_progress=render.progress_bar)
+    report = service().ingest(request, events)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        render.ingest_summary(report, by_title=request.by_title, embedded_now=request.embed)
+    if report.failed:
+        sys.exit(1)
+
+
+# --- embed ---------------------------------------------------------------------------------------
+
+@main.command("embed")
+@click.option("--batch-size", type=click.IntRange(1, 4096), help="Texts per model call and per transaction.")
+@click.option("--limit", type=click.IntRange(1), help="Stop after this many texts.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@friendly
+def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
+    """Drain the embedding queue with the configured model (run several at once to share the work).
+
+    Also queues every chunk text that has no embedding for the current model (after a model switch),
+    and, with the local model, every chunk text without its sparse term vector (the sparse arm).
+    """
+    done = service().embed(batch_size=batch_size, limit=limit, progress=None if as_json else render.progress_bar)
+    if as_json:
+        emit_json(done.to_dict())
+    else:
+        click.echo(f"{done.embedded} text(s) embedded with {done.model} in {done.seconds:.1f}s; "
+                   f"{done.remaining} left in the queue", err=True)
+
+
+# --- show ----------------------------------------------------------------------------------------
+
+@main.command("show")
+@click.argument("act", type=ACT_ID)
+@click.argument("article", type=TOKEN)
+@click.option("--as-of", type=IsoDate(), help="The text in force on this date.")
+@click.option("--version", "version_no", type=click.IntRange(1), help="A specific stored version of ACT.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@friendly
+def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json: bool) -> None:
+    """Print one article, e.g.  pipeline show DU/2025/277 151^1  (151¹ and 'art. 151^1' work too).
+
+    ACT or ARTICLE given as - is read from standard input."""
+    found = service().show(act, article, as_of=day(as_of), version_no=version_no)
+    if as_json:
+        # "eli": the act's id under its old key, kept for one release (CHANGELOG.md); "act" is the key.
+        emit_json({**found, "eli": found["act"]})
+        return
+    render.article(found)
+
+
+@main.command("diff")
+@click.argument("act", type=ACT_ID)
+@click.argument("article", type=TOKEN)
+@click.option("--from", "from_date", type=IsoDate(), help="The older text: the one in force on this date "
+                                                           "[default: the stored text before the newer one].")
+@click.option("--to", "to_date", type=IsoDate(), help="The newer text: the one in force on this date [default: the newest].")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable diff.")
+@friendly
+def diff_cmd(act: str, article: str, from_date: Any, to_date: Any, as_json: bool) -> None:
+    """How ARTICLE of ACT changed between two stored texts: a word diff, [-removed-] {+added+}.
+
+    \b
+    pipeline diff DU/2025/277 154
+    pipeline diff DU/1974/141 154 --from 2023-01-01 --to 2025-06-01
+    """
+    result = service().diff(act, article, from_date=day(from_date), to_date=day(to_date))
+    emit_json(result) if as_json else render.diff(result)
+
+
+# --- search / ask --------------------------------------------------------------------------------
+
+def _search_options(fn: Callable) -> Callable:
+    fn = click.option("--act", "acts", multiple=True, type=ACT_ID, metavar="ID", help="Only these acts (repeatable).")(fn)
+    fn = click.option("--as-of", type=IsoDate(), help="Texts in force on this date.")(fn)
+    fn = click.option("--include-repealed", is_flag=True, help="Also search repealed (uchylone) articles.")(fn)
+    fn = click.option("-k", "k", type=click.IntRange(1, MAX_K), default=DEFAULT_K, show_default=True,
+                      help="How many articles.")(fn)
+    return fn
+
+
+@main.command("search")
+@click.argument("query", type=QUESTION)
+@_search_options
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="hybrid fuses the arms; sparse is the local model's learned term arm alone.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable hits.")
+@friendly
+def search_cmd(query: str, k: int, mode: str, acts: tuple[str, ...], as_of: Any, include_repealed: bool,
+               as_json: bool) -> None:
+    """Find the articles that answer QUERY (Polish full text + vectors, fused in SQL); - reads it from
+    standard input."""
+    found = service().search(query, k=k, mode=mode, acts=acts, as_of=day(as_of), include_repealed=include_repealed)
+    for warning in found.warnings:
+        warn(warning)
+    if as_json:
+        # The hits as MCP search_law and the web page give them; warnings stay on stderr (the output is the list).
+        emit_json(found.records())
+        return
+    render.hits(found)
+
+
+@main.command("ask")
+@click.argument("question", type=QUESTION)
+@_search_options
+@click.option("--rewrite", is_flag=True, help="First let the model rewrite the question in statutory language.")
+@click.option("--offline", is_flag=True, help="Never call a model: answer with the most relevant cited sentences.")
+@click.option("--no-stream", is_flag=True, help="Print the answer at once instead of as it is written.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable answer.")
+@friendly
+def ask_cmd(question: str, k: int, acts: tuple[str, ...], as_of: Any, include_repealed: bool, rewrite: bool,
+            offline: bool, no_stream: bool, as_json: bool) -> None:
+    """Answer QUESTION from the stored acts, citing [act, art.]; or say the answer is not in them.
+    QUESTION - reads it from standard input (echo "Ile dni urlopu?" | pipeline ask -).
+
+    \b
+    Model: OpenRouter (OPENROUTER_API_KEY, ANSWER_MODEL) or any OpenAI-compatible server
+    (ANSWER_BASE_URL). Without one, the answer is the best cited sentences, clearly marked.
+    """
+    streaming = not as_json and not no_stream
+    printed: list[str] = []
+
+    def print_token(piece: str) -> None:
+        printed.append(piece)
+        click.echo(piece, nl=False)
+
+    try:
+        asked = service().ask(
+            question, k=k, acts=acts, as_of=day(as_of), include_repealed=include_repealed,
+            rewrite=rewrite, offline=offline, stream=not no_stream,
+            on_rewrite=None if as_json else lambda q: click.echo(f"Przeformułowane pytanie: {q}", err=True),
+            on_fragments=None if as_json else render.fragments,
+            on_token=print_token if streaming else None,
+        )
+    except Exception:
+        if printed:  # end the half-printed answer's line, so that the error starts on its own
+            click.echo()
+        raise
+    emit_json(asked.to_dict()) if as_json else render.answer(asked)
+
+
+# --- eval ----------------------------------------------------------------------------------------
+
+@main.command("eval")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=10, show_default=True,
+              help="Articles retrieved per question; recall is also reported at this k.")
+@click.option("--mode", type=click.Choice([*MODES, "all"]), default="all",
+              show_default=True, help="all: each arm alone (sparse where the model has a sparse head) and fused.")
+@click.option("--ids", type=click.Choice(["all", "odd", "even"]), default="all", show_default=True,
+              help="Only questions whose id ends in an odd / even number (dev set: odd tune, even report).")
+@click.option("--fusion", type=click.Choice(FUSIONS), default=None,
+              help="Override the model's fusion (ablations).")
+@click.option("--text-weight", type=click.FloatRange(0), default=None, help="Override the text arm's weight.")
+@click.option("--vector-weight", type=click.FloatRange(0), default=None, help="Override the vector arm's weight.")
+@click.option("--sparse-weight", type=click.FloatRange(0), default=None, help="Override the sparse arm's weight.")
+@click.option("--fetch-k", type=click.IntRange(1, 1000), default=None, help="Override candidates per arm.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+@friendly
+def eval_cmd(file: Path, k: int, mode: str, ids: str, fusion: str | None, text_weight: float | None,
+             vector_weight: float | None, sparse_weight: float | None, fetch_k: int | None, as_json: bool) -> None:
+    """Retrieval quality on a question file (JSON lines: question, expect [{act, art}], answerable).
+
+    Prints recall@1/5/10/k, MRR, the refusals `ask` would make (unanswerable and answerable
+    questions), and the gold article's rank per question and mode. Exits non-zero only on bad
+    input, never on a low score.
+    """
+    modes = None if mode == "all" else (mode,)
+    overrides = {name: value for name, value in (("fusion", fusion), ("text_weight", text_weight),
+                                                 ("vector_weight", vector_weight), ("sparse_weight", sparse_weight),
+                                                 ("fetch_k", fetch_k))
+                 if value is not None}
+    report = service().eval(file, k=k, modes=modes, ids=ids, **overrides)
+    emit_json(report) if as_json else render.evaluation(report, k, ids)
+
+
+# --- doctor / access -----------------------------------------------------------------------------
+
+@main.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable checks.")
+@friendly
+def doctor_cmd(as_json: bool) -> None:
+    """Check database, pgvector, text search, statistics, data, embedder and answer model; print what to fix.
+
+    Exit 1 when a check failed, 0 otherwise (warnings included: read them in --json)."""
+    checks = service().doctor()
+    emit_json(checks) if as_json else render.doctor(checks)
+    if any(c["status"] == "fail" for c in checks):
+        sys.exit(1)
+
+
+@db_group.command("grant-reader")
+@click.argument("role")
+@click.option("--password", help="Also allow the role to log in with this password (visible to `ps` and in "
+                                 "shell history: prefer --password-stdin).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of standard input.")
+@friendly
+def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> None:
+    """Create ROLE that may only SELECT the documented views and call the search functions."""
+    if password_stdin:
+        if password is not None:
+            raise UsageError("give the password one way: --password or --password-stdin", param="--password-stdin")
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise UsageError("no password on standard input", param="--password-stdin")
+    render.reader_role(service().grant_reader(role, password))
+
+
+# --- find: acts by title -----------------------------------------------------------------------------
+
+@main.command("find")
+@click.argument("title", required=False, default="")
+@click.option("--type", "act_type", metavar="TYPE", help="Only acts of this type: Ustawa, Rozporządzenie, Obwieszczenie …")
+@click.option("--in-force", is_flag=True, help="Only acts in force.")
+@click.option("--year", type=click.IntRange(1918, 2100), help="Only acts of this year (of their Dz.U. position).")
+@click.option("--publisher", type=click.Choice(["DU", "MP"]), default="DU", show_default=True,
+              help="Dziennik Ustaw or Monitor Polski.")
+@click.option("--limit", type=click.IntRange(1, MAX_FIND_LIMIT), default=FIND_LIMIT, show_default=True,
+              help="The most acts listed.")
+@click.option("--offline", is_flag=True, help="Search the stored acts, not the ELI API.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable result.")
+@friendly
+def find_cmd(title: str, act_type: str | None, in_force: bool, year: int | None, publisher: str, limit: int,
+             offline: bool, as_json: bool) -> None:
+    """Find acts by words of their title in the ELI API: id, type, status, date, the newest consolidated
+    text, and whether it is stored (*).
+
+    \b
+    pipeline find "kodeks pracy"
+    pipeline find "ochronie danych" --type Ustawa --in-force
+    pipeline find --year 2026 --type Ustawa --json
+    pipeline find kodeks --offline          # what is stored
+
+    Then: pipeline ingest --title "Kodeks pracy" (its newest consolidated text).
+    """
+    from pipeline.service import ActQuery
+
+    found = service().find(ActQuery(title, act_type, in_force, year, publisher), limit=limit, offline=offline)
+    if as_json:
+        emit_json(found.to_dict())
+        if not found.acts:
+            sys.exit(1)  # as grep: no match is a failure a script can test
+        return
+    render.found_acts(found, offline=offline)
+
+
+# --- currency: acts / sync -------------------------------------------------------------------------
+
+@main.command("acts")
+@click.option("--all", "all_acts", is_flag=True, help="Also acts whose text is no longer the current one.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+@friendly
+def acts_cmd(all_acts: bool, as_json: bool) -> None:
+    """List stored acts (the current text of each) with their currency: text as of, later amendments, in force."""
+    found = service().acts(current_only=not all_acts)
+    if as_json:
+        # The currency's own keys (eli, base_eli, text_as_of, amended_after …) stay at the top level for
+        # one release (CHANGELOG.md); the record's keys (act, base_act, currency …) are the schema.
+        emit_json([{**a["currency"], **a} for a in found])
+        return
+    render.stored_acts(found)
+
+
+@main.command("remove")
+@click.argument("act", type=ACT_ID)
+@click.option("--yes", is_flag=True, help="Confirm (required): the act's texts leave the database.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
+@friendly
+def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
+    """Remove ACT with every stored text of it (its consolidated texts and all their versions).
+
+    \b
+    pipeline remove DU/1974/141 --yes
+    One transaction; search statistics follow. Raw responses in dane/ and the ingest log stay, and
+    so do the vectors (pipeline ingest brings the act back without embedding it again).
+    """
+    if not yes:
+        raise click.UsageError(f"removing {act} deletes its stored texts; pass --yes to confirm")
+    removed = service().remove(act)
+    if as_json:
+        emit_json(removed.to_dict())
+        return
+    click.echo(f"removed {removed.base}: {', '.join(removed.acts)}; {removed.versions} version(s), "
+               f"{removed.chunks} chunk(s)", err=True)
+
+
+@main.command("sync")
+@click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
+@click.option("--no-embed", is_flag=True, help="Do not compute embeddings for new versions now.")
+@click.option("--restart", is_flag=True, help="Check every act, even those an interrupted sync already checked.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
+@friendly
+def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: bool) -> None:
+    """Re-check every stored act against the ELI API and ingest what changed (safe to run from cron).
+
+    \b
+    One line per act: unchanged | new version (a newer consolidated text) | amended since (the API
+    lists amendments the stored text lacks) | not in force | failed | skipped (checked by an
+    interrupted sync that this one resumes, or ingested from a local file under an id the API does
+    not publish). Exit status 1 when any act failed; a second sync while
+    one runs is refused with exit status 75 (try again later), so cron can tell the two apart.
+    """
+    try:
+        report = service().sync(archive_dir=archive_dir, embed=not no_embed, restart=restart,
+                                progress=None if as_json else render.step,
+                                on_result=None if as_json else (lambda r: click.echo(r.line())),
+                                embed_progress=None if as_json else render.progress_bar)
+    except SyncBusy as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(SYNC_BUSY_EXIT)
+    emit_json(report.to_dict()) if as_json else render.sync_summary(report)
+    if report.failed:
+        sys.exit(1)
+
+
+# --- mcp -----------------------------------------------------------------------------------------
+
+@main.command("mcp")
+@click.option("--http", is_flag=True, help="Serve the streamable HTTP transport instead of stdio.")
+@click.option("--host", help="HTTP: address to listen on [default: 127.0.0.1].")
+@click.option("--port", type=click.IntRange(1, 65535), help="HTTP: port [default: 8000].")
+@friendly
+def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
+    """Serve search_law, get_article, compare_versions, list_acts, find_acts (and answer, with a model) to MCP clients.
+
+    \b
+    stdio (Claude Desktop, Claude Code):  pipeline mcp
+    HTTP:                                 pipeline mcp --http --port 8000   -> http://127.0.0.1:8000/mcp
+    Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*).
+    """
+    from pipeline.interfaces.mcp_server import serve
+
+    if not http and (host or port):
+        raise click.UsageError("--host and --port need --http (stdio is the default transport)")
+    serve(http=http, host=host or "127.0.0.1", port=port or 8000)
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every interface; the page has no login).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port.")
+@friendly
+def serve_cmd(host: str, port: int) -> None:
+    """Serve the web page: search and ask, articles with their versions, the stored acts (read-only).
+
+    \b
+    pipeline serve                 -> http://127.0.0.1:8000/
+    Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*); docs/web.md.
+    """
+    from pipeline.interfaces.web import serve
+
+    serve(host=host, port=port)

@@ -1,0 +1,274 @@
+"""`pipeline serve`: the product as a web page, for readers who use neither a terminal nor an MCP client.
+
+Server-rendered HTML (Jinja2 templates in ``templates/``, autoescaped) over the same
+:class:`pipeline.Service` as the CLI and the MCP server, giving the same records (docs/results.md).
+Every page works without JavaScript; ``static/web.js`` only streams the answer in (server-sent events
+from ``/answer/stream``). Read-only: only GET and HEAD are routed. The URLs are an interface
+(docs/web.md): ``/search?q=…&act=…&as_of=…``, ``/acts``, ``/acts/DU/2025/277``,
+``/acts/DU/2025/277/art/151%5E1?as_of=…``, ``…/art/154/diff?from=…&to=…``, ``/answer?q=…``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from jinja2 import Environment, PackageLoader
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from pipeline.core import __version__
+from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
+                                  UsageError, is_for_the_user, one_line)
+from pipeline.core.limits import MAX_QUESTION_CHARS
+from pipeline.interfaces.listening import check_port
+from pipeline.interfaces.web import checks, stream
+from pipeline.interfaces.web.checks import PageError
+from pipeline.interfaces.web.render import answer_html, badge, date_pl, highlight, units
+from pipeline.interfaces.web.security import SECURITY_HEADERS, is_loopback
+from pipeline.interfaces.web.urls import article_url, search_url
+from pipeline.service import Service
+
+log = logging.getLogger("pipeline.web")
+
+ACTS_TTL = 30.0  # seconds the act list (the search form's filter) is reused: ingest is a CLI's job, rare
+MAX_ANSWERS = 8  # answers written at once; more visitors are told to try again (each holds a model call)
+HIT_K = 5
+
+
+class Web:
+    """The pages over one service (one per process: its pool is shared by every visitor)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.templates = Environment(loader=PackageLoader("pipeline.interfaces", "templates"), autoescape=True,
+                                     trim_blocks=True, lstrip_blocks=True)
+        self.templates.globals.update(article_url=article_url, search_url=search_url, badge=badge,
+                                      highlight=highlight, date=date_pl, version=__version__,
+                                      max_question=MAX_QUESTION_CHARS)
+        self._acts: tuple[float, list[dict]] | None = None
+        self._acts_lock = threading.Lock()
+        self._answers = threading.BoundedSemaphore(MAX_ANSWERS)
+
+    # -- helpers --
+
+    def render(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = self.templates.get_template(name).render(**context)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def stored_acts(self) -> list[dict]:
+        """Service.acts(), reused for ACTS_TTL seconds (the search form lists them on every page)."""
+        with self._acts_lock:
+            if self._acts and time.monotonic() - self._acts[0] < ACTS_TTL:
+                return self._acts[1]
+        acts = self.service.acts()
+        with self._acts_lock:
+            self._acts = (time.monotonic(), acts)
+        return acts
+
+    def _form(self, q: str = "", acts: list[str] | None = None, as_of: dt.date | None = None,
+              focus: bool = False) -> dict:
+        try:
+            choices = [{"act": a["act"], "title": a["title"] or a["act"]} for a in self.stored_acts()]
+        except Exception as exc:  # the form still shows; the page's own call reports the error
+            log.warning("act list: %s", one_line(exc))
+            choices = []
+        # Open filters and the focused box belong to the search page; an article page keeps its text in view.
+        return {"q": q, "acts": acts or [], "as_of": as_of, "choices": choices, "open": bool(q and (acts or as_of)),
+                "focus": focus}
+
+    # -- pages --
+
+    def search(self, request: Request) -> Response:
+        q = checks.question(request, required=False)
+        acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
+        context: dict[str, Any] = {"form": self._form(q, acts, as_of, focus=not q), "title": "Szukaj w przepisach"}
+        if q:
+            found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of)
+            context.update(
+                title=f"{q[:60]} – wyszukiwanie", hits=found.records(), stems=found.stems, refused=found.refused,
+                refusal=found.not_found, warnings=[w for w in found.warnings if w != found.refusal],
+                answer_url=search_url(q, acts, as_of, "/answer"), stream_url=search_url(q, acts, as_of, "/answer/stream"),
+                with_model=self.service.answer_config.configured)
+        return self.render("search.html", **context)
+
+    def answer(self, request: Request) -> Response:
+        """The answer without JavaScript: written whole, then shown (the stream's fallback)."""
+        q = checks.question(request)
+        acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
+        asked = self.service.ask(q, acts=acts or None, as_of=as_of, stream=False)
+        return self.render("answer.html", title=f"{q[:60]} – odpowiedź", form=self._form(q, acts, as_of),
+                           answer=self._answer_context(asked, as_of),
+                           back=search_url(q, acts, as_of))
+
+    def _answer_context(self, asked: Any, as_of: dt.date | None) -> dict:
+        result = asked.answer
+        return {
+            "html": answer_html(asked.segments(), as_of), "refused": result.refused, "model": result.model,
+            "citations": [{"label": f"{a}, art. {n}", "url": article_url(a, n, as_of=as_of)} for a, n in result.citations],
+            "currency_warning": asked.currency_warning,
+            "warnings": asked.warnings + asked.answer_warnings,
+            "offline": result.model is None and not result.refused,
+        }
+
+    async def answer_stream(self, request: Request) -> Response:
+        """Server-sent events: ``token`` (a JSON string, the answer as the model writes it), then ``done``
+        (``{"html": …}``, the whole answer rendered, citations as links) or ``failure`` (``{"message"}``)."""
+        try:
+            q = checks.question(request)
+            acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
+        except PageError as exc:
+            return stream.events_response(stream.one_event("failure", {"message": exc.message}))
+        if not self._answers.acquire(blocking=False):
+            return stream.events_response(stream.one_event(
+                "failure", {"message": "Serwer pisze teraz wiele odpowiedzi naraz; spróbuj za chwilę."}))
+        return stream.events_response(stream.answer_events(
+            lambda on_token: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token),
+            done=lambda asked: {"html": self.templates.get_template("_answer.html").render(
+                answer=self._answer_context(asked, as_of))},
+            failure=lambda exc: _page_error(exc, request).message,
+            finished=self._answers.release))
+
+    def acts(self, request: Request) -> Response:
+        acts = self.service.acts()
+        return self.render("acts.html", title="Akty w bazie", acts=acts, form=self._form())
+
+    def act(self, request: Request) -> Response:
+        act, as_of = checks.act_from_path(request), checks.date(request, "as_of")
+        toc = self.service.toc(act, as_of=as_of)
+        return self.render("act.html", title=f"{toc.get('act_title') or act}", toc=toc, act=act, as_of=as_of,
+                           form=self._form(acts=[act], as_of=as_of))
+
+    def article(self, request: Request) -> Response:
+        act, as_of, version = checks.act_from_path(request), checks.date(request, "as_of"), checks.version(request)
+        number = request.path_params["article"]
+        if as_of and version:
+            raise PageError(400, "Podaj datę albo wersję, nie obie naraz.")
+        found = self.service.show(act, number, as_of=as_of, version_no=version)
+        versions = found["versions"]
+        return self.render("article.html", title=f"{found['act']} art. {found['article']}", a=found,
+                           units=units(found["text"]), versions=versions, has_diff=len(versions) > 1, as_of=as_of,
+                           form=self._form(acts=[found["act"]], as_of=as_of))
+
+    def diff(self, request: Request) -> Response:
+        act = checks.act_from_path(request)
+        number = request.path_params["article"]
+        result = self.service.diff(act, number, from_date=checks.date(request, "from"), to_date=checks.date(request, "to"))
+        return self.render("diff.html", title=f"{act} art. {number}: zmiany", d=result, act=act, article=number,
+                           form=self._form(acts=[act]))
+
+
+def _page_error(exc: BaseException, request: Request) -> PageError:
+    """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback)."""
+    if isinstance(exc, PageError):
+        return exc
+    detail = one_line(exc) if is_for_the_user(exc) else None
+    if isinstance(exc, ArticleNotFound):  # ActNotFound too
+        error = PageError(404, "Nie ma takiego artykułu ani aktu w bazie (albo nie obowiązywał w tym dniu).", detail)
+    elif isinstance(exc, UsageError):
+        error = PageError(400, "Tego zapytania nie da się wykonać.", detail)
+    elif isinstance(exc, DatabaseError):
+        error = PageError(503, "Baza danych jest chwilowo niedostępna. Spróbuj za chwilę.", detail)
+    elif isinstance(exc, EmbedderError):
+        error = PageError(502, "Model wyszukiwania nie odpowiada. Spróbuj za chwilę.", detail)
+    elif isinstance(exc, AnswerError):
+        error = PageError(502, "Model odpowiedzi nie odpowiada. Wyniki wyszukiwania są nadal dostępne.", detail)
+    elif isinstance(exc, ConfigError):
+        error = PageError(500, "Serwer jest źle skonfigurowany.", detail)
+    else:
+        error = PageError(500, "Coś poszło nie tak po stronie serwera. Spróbuj ponownie.", None)
+    level = logging.WARNING if error.status < 500 else logging.ERROR
+    log.log(level, "%s %s -> %d: %s: %s", request.method, request.url.path, error.status, type(exc).__name__,
+            one_line(exc) if str(exc).strip() else "", exc_info=bool(os.environ.get("PIPELINE_DEBUG")))
+    return error
+
+
+def build_app(service: Service, *, warm: bool = True) -> Starlette:
+    """The web application over ``service`` (closed when the application stops)."""
+    web = Web(service)
+
+    def page(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
+        # Sync pages run in Starlette's thread pool: each call takes its own pooled connection.
+        from starlette.concurrency import run_in_threadpool
+
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await run_in_threadpool(handler, request)
+            except Exception as exc:
+                error = _page_error(exc, request)
+                return web.render("error.html", status=error.status, title="Błąd", error=error, form=web._form())
+
+        return endpoint
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        message = "Nie ma takiej strony." if status == 404 else "Ta strona służy tylko do czytania."
+        return web.render("error.html", status=status, title="Błąd", error=PageError(status, message),
+                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        error = _page_error(exc, request)
+        return web.render("error.html", status=error.status, title="Błąd", error=error,
+                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if warm:  # the first visitor pays the query, not the model load and the dictionary
+            threading.Thread(target=service.warm, name="warm-up", daemon=True).start()
+        try:
+            yield
+        finally:
+            service.close()
+
+    read = ["GET", "HEAD"]
+    art = "/acts/{publisher}/{year:int}/{position:int}"
+    routes = [
+        Route("/", page(web.search), methods=read),
+        Route("/search", page(web.search), methods=read),
+        Route("/answer", page(web.answer), methods=read),
+        Route("/answer/stream", web.answer_stream, methods=read),
+        Route("/acts", page(web.acts), methods=read),
+        Route(art, page(web.act), methods=read),
+        Route(art + "/art/{article}", page(web.article), methods=read),
+        Route(art + "/art/{article}/diff", page(web.diff), methods=read),
+        Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301), methods=read),
+        Mount("/static", StaticFiles(packages=[("pipeline.interfaces", "static")]), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan,
+                     exception_handlers={404: not_found, 405: not_found, 500: server_error})
+
+
+# --- the command --------------------------------------------------------------------------------------
+
+def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> None:
+    """Run the web page until the process is stopped (Ctrl+C)."""
+    import uvicorn
+
+    from pipeline.core.config import settings
+    from pipeline.core.redact import redact_url
+
+    # One line per failed page on stderr (the visitor reads a Polish message, never a traceback).
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stderr)
+    if not is_loopback(host):
+        print(f"pipeline serve: warning: listening on {host}: anyone who can reach this machine can read the "
+              "page and make it ask the answer model (there is no login); use 127.0.0.1 unless you mean it",
+              file=sys.stderr, flush=True)
+    check_port(host, port)
+    cfg = settings()
+    where = (f"DATABASE_URL {redact_url(cfg.database_url)}" if cfg.database_url
+             else f"the embedded PostgreSQL in {cfg.pgdata}")
+    print(f"pipeline serve: database: {where}", file=sys.stderr, flush=True)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"pipeline serve: http://{shown}:{port}/ (Ctrl+C stops)", file=sys.stderr, flush=True)
+    app = build_app(Service(pool_size=pool_size))
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)

