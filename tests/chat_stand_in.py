@@ -12,13 +12,12 @@ talks to it unchanged. It is NOT a model: it replies with a scripted text.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
-from stand_in_http import StandInHandler
+from support.servers import StandInHandler, StandInServer
 
 
 @dataclass
@@ -28,7 +27,7 @@ class Recorded:
     body: dict
 
 
-class ChatStandIn:
+class ChatStandIn(StandInServer):
     """Loopback chat-completions stand-in.
 
     reply: the answer text, or a callable ``request body -> text``.
@@ -65,29 +64,11 @@ class ChatStandIn:
         self.close_after = close_after  # stream that many chunks, then close the connection (no finish_reason)
         self.requests: list[Recorded] = []
         self.usage: dict | None = None  # the usage of the last answer
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._server.block_on_close = False  # a slow handler must not hold up stop()
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        super().__init__(self._handler(), slow_handlers=True)  # a slow answer must not hold up stop()
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> ChatStandIn:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> ChatStandIn:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return self.address + "/v1"
 
     def answer_for(self, body: dict) -> str:
         return self.reply(body) if callable(self.reply) else self.reply

@@ -5,7 +5,7 @@ queue per path::
 
     with start_mirror_server(Path("/work/shared/eli")) as server:
         server.inject("/acts/DU/2025/277", [Fault.status(503), Fault.status(503)])
-        EliClient(server.url, min_interval=0).meta("DU/2025/277")   # 503, 503, then the real file
+        EliClient(server.url, min_interval=0).record("DU/2025/277")   # 503, 503, then the real file
         assert server.count("/acts/DU/2025/277") == 3
 
 A test can change what the API says without copying the mirror into the repository: files in an
@@ -28,10 +28,10 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
+
 from pathlib import Path
 
-from stand_in_http import StandInHandler
+from support.servers import StandInHandler, StandInServer
 
 _ROUTE = re.compile(r"/acts/(DU|MP)/(\d{4})/(\d{1,6})(?:/(text\.pdf|text\.html|struct|references))?")
 _SEARCH = "/acts/search"
@@ -80,12 +80,11 @@ class Fault:
 
 
 class _Handler(StandInHandler):
-    server: _Server
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        fault = self.server.mirror.record(path, dict(self.headers.items()), self.path)
+        fault = self.server.stand_in.record(path, dict(self.headers.items()), self.path)
         try:
             self._answer(path, fault)
         except (BrokenPipeError, ConnectionResetError):
@@ -145,7 +144,7 @@ class _Handler(StandInHandler):
     def _records(self) -> list[dict]:
         """Every act record (meta.json) of the overlay and the mirror, the overlay's winning."""
         found: dict[str, dict] = {}
-        for root in (self.server.mirror.root, self.server.mirror.overlay):
+        for root in (self.server.stand_in.root, self.server.stand_in.overlay):
             for meta in sorted(root.glob("acts/*/*/*/meta.json")) if root is not None else ():
                 record = json.loads(meta.read_bytes())
                 found[record.get("ELI") or "/".join(meta.parts[-4:-1])] = record
@@ -173,7 +172,7 @@ class _Handler(StandInHandler):
 
     def _file(self, relative: str) -> Path | None:
         """The overlay's file when it has one, else the mirror's."""
-        for root in (self.server.mirror.overlay, self.server.mirror.root):
+        for root in (self.server.stand_in.overlay, self.server.stand_in.root):
             if root is not None and (root / relative).is_file():
                 return root / relative
         return None
@@ -188,12 +187,7 @@ class _Handler(StandInHandler):
         self.wfile.write(body)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    mirror: MirrorServer
-
-
-class MirrorServer:
+class MirrorServer(StandInServer):
     """The running server: ``url``, ``inject()``, ``count()``, ``requests``, ``close()``."""
 
     def __init__(self, root: Path) -> None:
@@ -204,11 +198,9 @@ class MirrorServer:
         self.urls: list[str] = []  # path and query string, in arrival order
         self.overlay: Path | None = None  # files here win over the mirror's (see the module doc)
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.mirror = self
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+        super().__init__(_Handler)
+        self.url = self.address
+        self.start()
 
     def inject(self, path: str, faults: list[Fault]) -> None:
         """Queue faults for ``path`` (e.g. "/acts/DU/2025/277"); each request uses up one."""
@@ -235,15 +227,7 @@ class MirrorServer:
             return queue.popleft() if queue else None
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> MirrorServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.stop()
 
 
 def start_mirror_server(root: Path) -> MirrorServer:

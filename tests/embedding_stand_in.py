@@ -8,7 +8,7 @@ vector of any text.
 
 Two ways to use the same vectors:
 
-- in process: ``StandInEmbedder()`` has the pipeline's embedder interface (pipeline/embedders.py);
+- in process: ``StandInEmbedder()`` has the pipeline's embedder interface (pipeline.embedders.Embedder);
 - from a ``pipeline`` subprocess: ``OpenAIEmbeddingsStandIn`` is a loopback HTTP server speaking the
   OpenAI ``/v1/embeddings`` protocol, used through the product's own ``openai`` backend
   (``EMBED_BACKEND=openai``, ``EMBED_BASE_URL``, ``EMBED_MODEL``; see ``env()``), so no test-only
@@ -22,13 +22,12 @@ import base64
 import functools
 import json
 import re
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
-from stand_in_http import StandInHandler
+from support.servers import StandInHandler, StandInServer
 
 MODEL = "stand-in-hashed-ngrams"  # no entry in the model table: no e5 prefixes, the default thresholds
 DIMENSIONS = 256  # unlike any real model's, so a mix-up fails loudly
@@ -111,7 +110,7 @@ class StandInEmbedder:
                 "prefixes": None}
 
 
-class OpenAIEmbeddingsStandIn:
+class OpenAIEmbeddingsStandIn(StandInServer):
     """Loopback ``/v1/embeddings`` + ``/v1/models`` server computing stand-in vectors; records requests.
 
         with OpenAIEmbeddingsStandIn() as server:
@@ -120,33 +119,16 @@ class OpenAIEmbeddingsStandIn:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler_class())
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return self.address + "/v1"
 
     def env(self) -> dict[str, str]:
         """The configuration that makes `pipeline` embed with the stand-in (through its openai backend)."""
         return {"EMBED_BACKEND": "openai", "EMBED_BASE_URL": self.base_url, "EMBED_MODEL": MODEL,
                 "ANSWER_MIN_SIMILARITY": MIN_SIMILARITY}
-
-    def start(self) -> OpenAIEmbeddingsStandIn:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> OpenAIEmbeddingsStandIn:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- protocol (OpenAI's shapes and error bodies) ------------------------------------------------
     @staticmethod

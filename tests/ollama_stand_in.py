@@ -17,10 +17,10 @@ import math
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from stand_in_http import StandInHandler
+from support.servers import StandInHandler, StandInServer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,7 +41,7 @@ def _tagged(model: str) -> str:
     return model if ":" in model.rsplit("/", 1)[-1] else model + ":latest"
 
 
-class OllamaStandIn:
+class OllamaStandIn(StandInServer):
     """Loopback stand-in for Ollama on 127.0.0.1 and a free port, served from a background thread."""
 
     def __init__(self, models: dict[str, int] | None = None) -> None:
@@ -51,15 +51,11 @@ class OllamaStandIn:
         self.delay = 0.0  # seconds to wait before answering /api/embed
         self._failures: list[tuple[int, str]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._server.block_on_close = False  # a delayed handler must not hold up stop()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler_class(), slow_handlers=True)  # a delayed answer must not hold up stop()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.address
 
     def fail_next(
         self, count: int, status: int = 500, error: str = "llama runner process has terminated: exit status 2"
@@ -70,20 +66,6 @@ class OllamaStandIn:
 
     def embed_requests(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"] == "/api/embed"]
-
-    def start(self) -> OllamaStandIn:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> OllamaStandIn:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- protocol ------------------------------------------------------------------------
     def _embed(self, body: Any) -> tuple[int, dict[str, Any]]:

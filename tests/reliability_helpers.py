@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
-from conftest import DATA_TABLES, ELI_MIRROR, EMBEDDED_UNITS, REPO, run_cli
+from support.cli import run_cli
+from support.corpus import ingestion
+from support.database import DATA_TABLES, EMBEDDED_UNITS
+from support.paths import ELI_MIRROR, REPO
 
 from pipeline.storage import db
-from pipeline.indexing import ingest
 from pipeline.sources.fetch import SUMS_FILE
 
 PDF_ACT = "DU/2026/548"  # 7-page PDF, 39 articles: the smallest PDF of the mirror
@@ -129,9 +131,9 @@ def truncate(url: str) -> None:
 
 
 def ingest_from_mirror(url: str, *acts: str, model: str | None = None) -> None:
-    with db.connect(url) as c:
+    with db.connect(url) as c, ingestion(c, url, model=model, archive_dir=Path("/nonexistent")) as run:
         for act in acts:
-            r = ingest.ingest_act(c, url, act, model=model, archive_dir=Path("/nonexistent"), source_dir=ELI_MIRROR)
+            r = run.act(act, source_dir=ELI_MIRROR)
             assert r.status == "new", r.error
 
 

@@ -10,7 +10,7 @@ import re
 import socket
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
 
 from pipeline.answering.answer import EXTRACTIVE_NOTE, NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT
 

@@ -107,18 +107,16 @@ def test_exact_bm25_from_the_postings_equals_text_search_exact(scratch_url):
     """The 1M text-recall reference (full postings lists) must rank as the exhaustive text_search_exact()
     once the impacts carry the current average length (refresh_search_stats(); in a bench database the
     average hardly moves while it is built, and the two agree at 10k and 100k)."""
-    import hashlib
     import json
 
-    from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
-    from pipeline.storage import db, store
+    from support.corpus import store_mirror_act
+    from support.paths import EVAL_DIR, require_mirror
+    from pipeline.storage import db
 
     require_mirror()
     with db.connect(scratch_url) as conn:
         for act in ("DU/2024/1513", "DU/2019/1026", "DU/2024/917"):
-            meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
-            store.store_version(conn, meta, parsed_act(act), model=None,
-                                source_sha256=hashlib.sha256(mirror_text(act)[1]).hexdigest())
+            store_mirror_act(conn, act)
         conn.execute("SELECT refresh_search_stats()")
         conn.commit()
     questions = [json.loads(line)["question"] for line in
@@ -202,18 +200,16 @@ def test_a_chunks_sparse_vector_scores_it_as_its_postings_and_the_prototype_arm_
     the chunk's Σ idf × impact over the full postings lists, so the graph's exact top 10 is the
     postings-exact top 10. And on a corpus this small both the shipped arm and the prototype
     (graph ∪ postings, scored by bm25_scores) find that top 10."""
-    import hashlib
     import json
 
-    from conftest import EVAL_DIR, mirror_text, parsed_act, require_mirror
-    from pipeline.storage import db, store
+    from support.corpus import store_mirror_act
+    from support.paths import EVAL_DIR, require_mirror
+    from pipeline.storage import db
 
     require_mirror()
     with db.connect(scratch_url) as conn:
         for act in ("DU/2024/1513", "DU/2019/1026"):
-            meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
-            store.store_version(conn, meta, parsed_act(act), model=None,
-                                source_sha256=hashlib.sha256(mirror_text(act)[1]).hexdigest())
+            store_mirror_act(conn, act)
         conn.commit()
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         questions = [json.loads(line)["question"] for line in

@@ -6,7 +6,7 @@ import itertools
 import re
 
 import pytest
-from conftest import require_mirror
+from support.paths import require_mirror
 
 from pipeline.sources.chunk import chunk_article, context_header, short_title, text_sha256
 from pipeline.sources.parse.html import parse_html

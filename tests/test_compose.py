@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from support.paths import REPO
 
 
 def _compose() -> list[str] | None:

@@ -3,12 +3,12 @@ each formula, what `show` and the SQL views say of them, the answer's context, a
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, parsed_act, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import parsed_act
+from support.paths import ELI_MIRROR, require_mirror
 from embedding_stand_in import StandInEmbedder
 
 from pipeline import Service
@@ -141,15 +141,14 @@ def two_texts(server_url):
     """The e-services act (DU/2002/1204, as enacted in 2002, HTML) and its 2024 consolidated text
     (DU/2024/1513) stored as its second version: the mirror's records do not link the two."""
     require_mirror()
-    from conftest import create_database
+    from support.database import create_database
 
-    from pipeline.indexing import ingest
+    from support.corpus import ingestion
 
     url = create_database(server_url, "history")
-    with db.connect(url) as c:
-        first = ingest.ingest_act(c, url, "DU/2002/1204", model=None, archive_dir=Path(tempfile.mkdtemp()),
-                                  source_dir=ELI_MIRROR)
-        second = ingest.ingest_file(c, url, ELI_MIRROR / "acts/DU/2024/1513/text.html", act="DU/2002/1204", model=None)
+    with db.connect(url) as c, ingestion(c, url) as run:
+        first = run.act("DU/2002/1204", source_dir=ELI_MIRROR)
+        second = run.file(ELI_MIRROR / "acts/DU/2024/1513/text.html", act="DU/2002/1204")
     assert (first.status, second.status, second.version) == ("new", "new", 2), (first.error, second.error)
     return url
 

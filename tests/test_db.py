@@ -13,7 +13,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from conftest import create_database, run_cli
+from support.cli import run_cli
+from support.database import create_database
 from pipeline.storage import db, schema
 from pipeline.indexing import embed
 from pipeline.core.errors import EmbedderError

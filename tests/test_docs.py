@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 
@@ -78,3 +78,62 @@ def test_readme_holds_the_set_up_commands_verbatim() -> None:
     assert len(ci) == 1
     run = ci[0].replace(" install -q ", " install ").replace(' "$@"', "")
     assert re.sub(r" --durations=\d+", "", run) == TEST_COMMAND
+
+
+# The environment variables the package reads: names of these families, in the package's own text.
+_SETTING = re.compile(r"(?:EMBED|ANSWER|OPENROUTER|PIPELINE|CHUNK|OLLAMA|ELI|DATABASE)_[A-Z0-9_]+")
+_NOT_SETTINGS = {"OPENROUTER_URL"}  # a constant of pipeline.answering.chat, read from no environment
+
+
+def _package_strings() -> dict[str, set[str]]:
+    import ast
+
+    found: dict[str, set[str]] = {}
+    for path in (REPO / "pipeline").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.setdefault(node.value, set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_setting_the_package_reads_is_documented() -> None:
+    documented = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    read = {s for s in _package_strings() if _SETTING.fullmatch(s)} - _NOT_SETTINGS
+    assert read and sorted(s for s in read if s not in documented) == []
+
+
+# "pipeline.storage.store", "pipeline/sources/parse/cache.py": a module the package's own docstrings and
+# comments name. Those that moved must be renamed where they are named (settings and a logger's name
+# aside: "pipeline.postings_per_lexeme" is a PostgreSQL setting, "pipeline.web" a logger).
+_MODULE_PATH = re.compile(r"\bpipeline/[a-z_/]+\.py\b")
+_DOTTED = re.compile(r"\bpipeline(?:\.[a-z_]+)+")
+_NOT_MODULES = {"pipeline.postings_per_lexeme", "pipeline.polish_dict_file", "pipeline.parallel_arms", "pipeline.web",
+                "pipeline.stdin"}
+
+
+def _names_a_module(name: str) -> bool:
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 1, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_the_package_names_only_modules_that_exist() -> None:
+    stale = set()
+    for path in (REPO / "pipeline").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        stale |= {(str(path.relative_to(REPO)), p) for p in _MODULE_PATH.findall(text)
+                  if not (REPO / p).exists() and not (REPO / "pipeline" / p).exists()}
+        stale |= {(str(path.relative_to(REPO)), d) for d in _DOTTED.findall(text)
+                  if d not in _NOT_MODULES and not _names_a_module(d)}
+    assert sorted(stale) == []

@@ -16,7 +16,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, require_mirror, run_cli
+from support.cli import run_cli
+from support.database import EMBEDDED_UNITS
+from support.paths import ELI_MIRROR, REPO, require_mirror
 from ollama_stand_in import OllamaStandIn, stand_in_vector
 from pipeline.storage import db, store
 from pipeline.indexing import embed

@@ -82,7 +82,7 @@ def test_fetch_archives_byte_identical(server: MirrorServer, mirror: Path, tmp_p
     name = f"text.{fmt}"
     assert got.format == fmt
     assert got.text == (src / name).read_bytes()
-    assert got.meta["ELI"] == act
+    assert got.record.eli == act
     archived = tmp_path / "acts" / act
     assert sorted(p.name for p in archived.iterdir()) == sorted(["meta.json", name, "SHA256SUMS"])
     assert (archived / "meta.json").read_bytes() == (src / "meta.json").read_bytes()
@@ -134,7 +134,7 @@ def test_offline_reread_after_server_stopped(mirror: Path, tmp_path: Path) -> No
     with start_mirror_server(mirror) as srv, _client(srv) as client:
         online = fetch_act("DU/2024/581", client=client, archive_dir=tmp_path)
     again = fetch_act("DU/2024/581", archive_dir=tmp_path, offline=True)
-    assert (again.text, again.meta, again.format) == (online.text, online.meta, "html")
+    assert (again.text, again.record.raw, again.format) == (online.text, online.record.raw, "html")
     with pytest.raises(FetchError, match="run without --offline"):
         fetch_act("DU/2025/277", archive_dir=tmp_path, offline=True)
 
@@ -152,7 +152,7 @@ def test_source_dir_reads_mirror_without_http(mirror: Path, tmp_path: Path) -> N
     got = fetch_act("DU/2025/277", archive_dir=tmp_path, source_dir=mirror)
     assert got.format == "pdf"
     assert got.text == (mirror / "acts/DU/2025/277/text.pdf").read_bytes()
-    assert got.meta["displayAddress"] == "Dz.U. 2025 poz. 277"
+    assert got.record.display_address == "Dz.U. 2025 poz. 277"
     assert got.archived_paths[0] == mirror / "acts/DU/2025/277/meta.json"
     assert _files(tmp_path) == []  # nothing copied
     html = read_archive(mirror, "DU/2019/914")
@@ -171,8 +171,8 @@ META = "/acts/DU/2025/277"
 def test_retry_503_then_ok(server: MirrorServer, mirror: Path) -> None:
     server.inject(META, [Fault.status(503), Fault.status(503)])
     with _client(server) as client:
-        meta = client.meta("DU/2025/277")
-    assert meta["ELI"] == "DU/2025/277"
+        record = client.record("DU/2025/277")
+    assert record.eli == "DU/2025/277"
     assert server.count(META) == 3
 
 
@@ -180,7 +180,7 @@ def test_429_retry_after_honoured(server: MirrorServer) -> None:
     server.inject(META, [Fault.status(429, retry_after=1)])
     with _client(server) as client:
         t0 = time.monotonic()
-        client.meta("DU/2025/277")
+        client.record("DU/2025/277")
         elapsed = time.monotonic() - t0
     assert server.count(META) == 2
     assert elapsed >= 1.0  # backoff alone would be ~0.01 s
@@ -189,7 +189,7 @@ def test_429_retry_after_honoured(server: MirrorServer) -> None:
 def test_permanent_503_gives_up(server: MirrorServer) -> None:
     server.inject(META, [Fault.status(503)] * 10)
     with _client(server, max_retries=3) as client, pytest.raises(FetchError) as e:
-        client.meta("DU/2025/277")
+        client.record("DU/2025/277")
     assert server.count(META) == 4
     msg = str(e.value)
     assert "failed after 4 attempts: HTTP 503" in msg and "\n" not in msg
@@ -201,16 +201,16 @@ def test_an_api_that_stops_answering_is_given_up_on_for_the_rest_of_the_run(serv
     server.inject(META, [Fault.status(503)] * 10)
     server.inject(other, [Fault.status(503)] * 10)
     with _client(server, max_retries=1) as client:
-        assert client.meta("DU/2026/548")["ELI"] == "DU/2026/548"  # answered: nothing counts yet
+        assert client.record("DU/2026/548").eli == "DU/2026/548"  # answered: nothing counts yet
         for act in ("DU/2025/277", "DU/2024/581"):
             with pytest.raises(FetchError, match="failed after 2 attempts: HTTP 503"):
-                client.meta(act)
+                client.record(act)
         with pytest.raises(FetchError) as given_up:
-            client.meta("DU/2026/548")
+            client.record("DU/2026/548")
     assert "not tried: the ELI API failed the 2 requests before it (HTTP 503); try again later" in str(given_up.value)
     assert server.count("/acts/DU/2026/548") == 1  # the last call sent nothing
     with _client(server, max_retries=1) as fresh:  # the next run tries again
-        assert fresh.meta("DU/2026/548")["ELI"] == "DU/2026/548"
+        assert fresh.record("DU/2026/548").eli == "DU/2026/548"
 
 
 def test_truncated_body_retried_then_ok(server: MirrorServer, mirror: Path) -> None:
@@ -242,7 +242,7 @@ def test_slow_response_retried(server: MirrorServer) -> None:
     server.inject(META, [Fault.slow(1.5)])
     with _client(server, timeout=0.3) as client:
         t0 = time.monotonic()
-        assert client.meta("DU/2025/277")["pos"] == 277
+        assert client.record("DU/2025/277").raw["pos"] == 277
         elapsed = time.monotonic() - t0
     assert server.count(META) == 2
     assert elapsed < 1.5  # gave up on the slow answer instead of waiting for it
@@ -252,7 +252,7 @@ def test_rate_limit_spaces_requests(server: MirrorServer) -> None:
     with _client(server, min_interval=0.2) as client:
         t0 = time.monotonic()
         for _ in range(3):
-            client.meta("DU/2024/581")
+            client.record("DU/2024/581")
         assert time.monotonic() - t0 >= 0.4
 
 

@@ -16,17 +16,25 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, EMBEDDED_UNITS, REPO, require_mirror, run_cli
+from support.corpus import ingestion, store_text
+from support.cli import run_cli
+from support.database import EMBEDDED_UNITS
+from support.paths import ELI_MIRROR, REPO, require_mirror
 from eli_server import start_mirror_server
 
 from pipeline.storage import store
-from pipeline.indexing.ingest import ingest_act
 from pipeline.sources.parse.model import Article, ParsedAct
 from pipeline.core.numbering import check_sequence
 
 METADATA_ONLY = ("DU/2023/1465", "DU/2024/1061")
 KODEKS_PRACY = "DU/2025/277"
 PATIENT_RIGHTS = "DU/2024/581"
+
+
+def ingest_act(conn, url: str, act: str, *, model: str | None, archive_dir: Path, source_dir: Path):
+    """One act ingested by id from a mirror folder, as `pipeline ingest --source` does it."""
+    with ingestion(conn, url, model=model, archive_dir=archive_dir) as run:
+        return run.act(act, source_dir=source_dir)
 
 
 def _db(url: str):
@@ -238,7 +246,7 @@ def test_consolidated_texts_of_one_base_act_are_picked_by_date(conn, scratch_url
                "publisher": "DU", "year": 2019, "pos": 1, "references": {}}
     for key in ("legalStatusDate", "entryIntoForce", "validFrom", "announcementDate", "promulgation"):
         undated.pop(key, None)
-    store.store_version(conn, undated, ParsedAct([Article("1", "Art. 1. Bez daty.")], source_format="html"),
+    store_text(conn, undated, ParsedAct([Article("1", "Art. 1. Bez daty.")], source_format="html"),
                         source_sha256="1" * 64, model=None)
     assert conn.execute("SELECT valid_from FROM act_versions WHERE eli = 'DU/2019/1'").fetchone() == (None,)
     assert "DU/2019/1" in in_force(dt.date(2019, 1, 1)) and "DU/2019/1" in in_force(None)
@@ -308,7 +316,7 @@ def test_a_local_file_of_an_act_read_from_the_api_keeps_its_record(scratch_url: 
     env = {"DATABASE_URL": scratch_url}
     meta = json.loads((mirror / "acts" / KODEKS_PRACY / "meta.json").read_bytes())
     with _db(scratch_url) as c:  # as an ingest from the API stores it (the text made short: no PDF parse)
-        store.store_version(c, meta, ParsedAct([Article("1", "Art. 1. Ustawa określa prawa pracownika.")],
+        store_text(c, meta, ParsedAct([Article("1", "Art. 1. Ustawa określa prawa pracownika.")],
                                                source_format="pdf"), source_sha256="0" * 64, model=None)
         c.execute("UPDATE acts SET checked_at = '2026-11-30 12:00+00' WHERE eli = %s", (KODEKS_PRACY,))
         c.commit()
@@ -376,16 +384,16 @@ def test_remove_takes_an_act_with_every_text_of_it_and_the_statistics_follow(con
     def text(*articles: str) -> ParsedAct:
         return ParsedAct([Article(str(i), a) for i, a in enumerate(articles, 1)], source_format="html")
 
-    store.store_version(conn, record(PATIENT_RIGHTS), text("Art. 1. Pacjent ma prawo do informacji o stanie zdrowia."),
+    store_text(conn, record(PATIENT_RIGHTS), text("Art. 1. Pacjent ma prawo do informacji o stanie zdrowia."),
                         source_sha256="1" * 64, model="stand-in")
     before = _stats(conn)
     queued_before = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
-    store.store_version(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do urlopu wypoczynkowego.",
+    store_text(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do urlopu wypoczynkowego.",
                                                          "Art. 2. Pracodawca wypłaca wynagrodzenie."),
                         source_sha256="2" * 64, model="stand-in")
-    store.store_version(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do corocznego urlopu."),
+    store_text(conn, record(KODEKS_PRACY), text("Art. 1. Pracownik ma prawo do corocznego urlopu."),
                         source_sha256="3" * 64, model="stand-in")  # version 2 of the same text
-    store.store_version(conn, record(older), text("Art. 1. Urlop wypoczynkowy przysługuje pracownikowi."),
+    store_text(conn, record(older), text("Art. 1. Urlop wypoczynkowy przysługuje pracownikowi."),
                         source_sha256="4" * 64, model="stand-in")
     assert _stats(conn) != before
     conn.commit()
@@ -451,7 +459,7 @@ def test_a_failure_inside_the_version_transaction_leaves_nothing(conn, scratch_u
     # the version row and the first article were sent.
     parsed = ParsedAct([Article("1", "Art. 1. Dobry tekst."), Article("2", "Art. 2. Zły\x00bajt.")], source_format="html")
     with pytest.raises(psycopg.Error):
-        store.store_version(conn, meta, parsed, source_sha256="0" * 64, model="test-model")
+        store_text(conn, meta, parsed, source_sha256="0" * 64, model="test-model")
     conn.rollback()
     assert _counts(scratch_url) == (0, 0, 0, 0)
     assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
@@ -475,14 +483,15 @@ def test_a_run_whose_process_died_is_marked_failed_by_the_next_run(scratch_url):
     import subprocess
     import sys
 
-    from pipeline.storage import store
+    from pipeline.storage.runs import RunLog
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # its pid is now free: like an ingest killed with -9
     with psycopg.connect(scratch_url, autocommit=True) as c:
         stale = c.execute("INSERT INTO ingest_runs (eli, source, host, pid) VALUES ('DU/2026/548', 'x', %s, %s) "
                           "RETURNING run_id", (socket.gethostname(), dead.pid)).fetchone()[0]
-    store.start_run(scratch_url, "DU/2026/548", "test")
+    with RunLog(scratch_url) as runs:
+        runs.start("DU/2026/548", "test")
     with psycopg.connect(scratch_url) as c:
         status, message = c.execute("SELECT status, message FROM ingest_runs WHERE run_id = %s", (stale,)).fetchone()
     assert status == "failed" and "killed" in message

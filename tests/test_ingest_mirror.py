@@ -17,7 +17,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, REPO, create_database, require_mirror, run_cli
+from support.cli import run_cli
+from support.database import create_database
+from support.paths import ELI_MIRROR, REPO, require_mirror
 
 from pipeline.core.numbering import check_sequence
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, require_mirror
+from support.corpus import ingestion
+from support.paths import ELI_MIRROR, require_mirror
 from embedding_stand_in import StandInEmbedder
 from psycopg.pq import TransactionStatus
 
 import pipeline
 from pipeline.storage import articles
-from pipeline.indexing import ingest
 from pipeline.retrieval import search
 from pipeline.core.errors import ArticleNotFound, PipelineError, UsageError
 
@@ -189,13 +189,13 @@ def test_ingest_refuses_a_connection_with_a_transaction_open(scratch_url, tmp_pa
         articles.list_acts(conn)
         conn.execute("SELECT 1")  # a read left open, as a service's connection may be
         with pytest.raises(UsageError, match="no transaction open"):
-            ingest.ingest_act(conn, scratch_url, "DU/2024/917", model=None, archive_dir=tmp_path,
-                              source_dir=ELI_MIRROR)
+            with ingestion(conn, scratch_url, archive_dir=tmp_path) as run:
+                run.act("DU/2024/917", source_dir=ELI_MIRROR)
         conn.rollback()
         assert conn.execute("SELECT count(*) FROM ingest_runs").fetchone()[0] == 0  # no run left "running"
         conn.rollback()
-        done = ingest.ingest_act(conn, scratch_url, "DU/2024/917", model=None, archive_dir=tmp_path,
-                                 source_dir=ELI_MIRROR)
+        with ingestion(conn, scratch_url, archive_dir=tmp_path) as run:
+            done = run.act("DU/2024/917", source_dir=ELI_MIRROR)
         assert done.status == "new" and conn.info.transaction_status == IDLE
         assert conn.execute("SELECT status FROM ingest_runs").fetchall() == [("new",)]
 
@@ -215,7 +215,7 @@ def test_readme_python_example_runs(stand_in_corpus_url, embedding_stand_in):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from support.paths import REPO
 
     doc = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
     section = doc[doc.index("## Functions by stage"):]

@@ -13,14 +13,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import ELI_MIRROR, REPO, create_database, embed_in_bulk, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import embed_in_bulk
+from support.database import create_database
+from support.paths import ELI_MIRROR, REPO, require_mirror
 from ollama_stand_in import OllamaStandIn
 
 from mcp import Client
@@ -43,16 +45,15 @@ def ollama():
 def mcp_url(server_url: str, ollama: OllamaStandIn) -> str:
     """Kodeks pracy + patient rights from the mirror, embedded by the stand-in (a few seconds)."""
     require_mirror()
+    from pipeline.embedders.ollama import OllamaEmbedder
     from pipeline.storage import db
-    from pipeline.indexing import ingest
-    from pipeline.indexing.embedders import OllamaEmbedder
+    from support.corpus import ingestion
 
     url = create_database(server_url, "mcp")
     embedder = OllamaEmbedder(ollama.url, "bge-m3")
-    with db.connect(url) as c:
+    with db.connect(url) as c, ingestion(c, url, model=embedder.name) as run:
         for act in (KP, PATIENT):
-            result = ingest.ingest_act(c, url, act, model=embedder.name, archive_dir=Path(tempfile.mkdtemp()),
-                                       source_dir=ELI_MIRROR)
+            result = run.act(act, source_dir=ELI_MIRROR)
             assert result.status == "new", result.error
         embed_in_bulk(c, embedder)
     return url

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ELI_MIRROR, parsed_act, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import parsed_act
+from support.paths import ELI_MIRROR, require_mirror
 
 from pipeline.answering.answer import cite, parse_citations
 from pipeline.core.errors import UsageError
@@ -16,7 +18,7 @@ from pipeline.storage import articles
 
 
 def _mirror_texts() -> list:
-    """One param per act with a text in the mirror (its HTML when it has one, as conftest.mirror_text
+    """One param per act with a text in the mirror (its HTML when it has one, as support.paths.mirror_text
     reads it). PDFs cost seconds each to parse (~45 s in all), so they are in the slow set."""
     acts = ELI_MIRROR / "acts"
     params = []

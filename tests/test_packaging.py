@@ -21,7 +21,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import REPO, create_database
+from support.database import create_database
+from support.paths import REPO
 from pipeline.core import resources
 from pipeline.storage import schema
 

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ELI_MIRROR, REPO, mirror_text, run_cli
+from support.cli import run_cli
+from support.paths import ELI_MIRROR, mirror_text, REPO
 
 from pipeline.sources.parse.read import _parse, parse_text
 from pipeline.sources.parse import cache as parse_cache

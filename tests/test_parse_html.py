@@ -7,7 +7,7 @@ from functools import cache
 
 import lxml.html
 import pytest
-from conftest import require_mirror as _mirror
+from support.paths import require_mirror as _mirror
 
 from pipeline.sources.parse.html import parse_html
 from pipeline.sources.parse.model import ParsedAct, ParseError

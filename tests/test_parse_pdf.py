@@ -5,8 +5,8 @@ import io
 import re
 
 import pytest
-from conftest import parsed_act
-from conftest import require_mirror as _mirror
+from support.corpus import parsed_act
+from support.paths import require_mirror as _mirror
 from pypdf import PdfWriter
 
 from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS, TWO_WORDINGS

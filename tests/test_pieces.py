@@ -12,7 +12,10 @@ import time
 
 import numpy as np
 import psycopg
-from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import parsed_act, store_text
+from support.database import create_database, EMBEDDED_UNITS
+from support.paths import mirror_text, require_mirror
 from embedding_stand_in import StandInEmbedder
 
 from pipeline.storage import db, schema, store
@@ -27,7 +30,7 @@ PATIENT = "DU/2024/581"
 def _store(conn: psycopg.Connection, act: str) -> None:
     meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
     _, data = mirror_text(act)
-    stored = store.store_version(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
+    stored = store_text(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
     assert stored.status == "new"
 
 

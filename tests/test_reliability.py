@@ -15,7 +15,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
+from support.corpus import ingestion
 from eli_server import Fault, MirrorServer, start_mirror_server
 from reliability_helpers import (
     HTML_ACT,
@@ -33,7 +34,7 @@ from reliability_helpers import (
 )
 
 from pipeline.storage import db
-from pipeline.indexing import ingest
+from pipeline.core.act_id import parse_act_id
 from pipeline.sources.fetch import SUMS_FILE, EliClient, act_dir
 
 
@@ -85,8 +86,8 @@ def test_ingest_retries_transient_faults_and_fails_cleanly_on_lasting_ones(
     server.inject(f"/acts/{act}{path}", faults)
     client = EliClient(server.url, min_interval=0, backoff=0.01, max_retries=RETRIES, timeout=0.5)
     t0 = time.perf_counter()
-    with db.connect(scratch_url) as c:
-        result = ingest.ingest_act(c, scratch_url, act, model=None, archive_dir=archive, client=client)
+    with db.connect(scratch_url) as c, ingestion(c, scratch_url, archive_dir=archive, client=client) as run:
+        result = run.act(act)
     seconds = time.perf_counter() - t0
     client.close()
     requests = server.count(f"/acts/{act}{path}")
@@ -101,14 +102,14 @@ def test_ingest_retries_transient_faults_and_fails_cleanly_on_lasting_ones(
     if outcome == "new":
         assert (result.version, result.articles) == (1, {PDF_ACT: 39, HTML_ACT: 4}[act])
         assert last_run == (act, "new", None, True)
-        assert (act_dir(archive, ingest.parse_act_id(act)) / SUMS_FILE).is_file()
+        assert (act_dir(archive, parse_act_id(act)) / SUMS_FILE).is_file()
     else:
         assert error in result.error and "\n" not in result.error
         assert counts(scratch_url) == before  # nothing half-written
         assert broken_versions(scratch_url) == []
         assert last_run == (act, "failed", result.error, True)
         if "no articles" not in error:  # a fetch that failed archives nothing (a text that parses badly is kept)
-            assert not act_dir(archive, ingest.parse_act_id(act)).exists()
+            assert not act_dir(archive, parse_act_id(act)).exists()
 
 
 def test_empty_html_of_an_act_that_also_has_a_pdf_falls_back_to_the_pdf(scratch_url: str, tmp_path: Path,
@@ -123,8 +124,8 @@ def test_empty_html_of_an_act_that_also_has_a_pdf_falls_back_to_the_pdf(scratch_
     with start_mirror_server(root) as srv, db.connect(scratch_url) as c:
         srv.inject(f"/acts/{PDF_ACT}/text.html", [Fault.empty()])
         client = EliClient(srv.url, min_interval=0, backoff=0.01)
-        result = ingest.ingest_act(c, scratch_url, PDF_ACT, model=None, archive_dir=tmp_path / "archive",
-                                   client=client)
+        with ingestion(c, scratch_url, archive_dir=tmp_path / "archive", client=client) as run:
+            result = run.act(PDF_ACT)
         client.close()
         html_requests, pdf_requests = srv.count(f"/acts/{PDF_ACT}/text.html"), srv.count(f"/acts/{PDF_ACT}/text.pdf")
     note("faults", case="html empty (textHTML true, PDF available)", act=PDF_ACT,
@@ -132,7 +133,7 @@ def test_empty_html_of_an_act_that_also_has_a_pdf_falls_back_to_the_pdf(scratch_
          seconds=round(result.seconds, 1))
     assert (result.status, result.source_format, result.articles) == ("new", "pdf", 39)
     assert (html_requests, pdf_requests) == (1, 1)
-    saved = sorted(p.name for p in act_dir(tmp_path / "archive", ingest.parse_act_id(PDF_ACT)).iterdir())
+    saved = sorted(p.name for p in act_dir(tmp_path / "archive", parse_act_id(PDF_ACT)).iterdir())
     assert saved == [SUMS_FILE, "meta.json", "text.pdf"]
 
 

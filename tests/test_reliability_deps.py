@@ -13,7 +13,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import ELI_MIRROR, EMBEDDED_UNITS, create_database, require_mirror, run_cli
+from support.cli import run_cli
+from support.database import create_database, EMBEDDED_UNITS
+from support.paths import ELI_MIRROR, require_mirror
 from ollama_stand_in import OllamaStandIn
 from reliability_helpers import (
     HTML_ACT,
@@ -32,7 +34,7 @@ from reliability_helpers import (
 
 from pipeline.storage import db
 from pipeline.indexing import embed
-from pipeline.indexing.embedders import OllamaEmbedder
+from pipeline.embedders.ollama import OllamaEmbedder
 
 
 @pytest.fixture(scope="module", autouse=True)

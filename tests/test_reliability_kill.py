@@ -17,7 +17,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, REPO, require_mirror, run_cli
+from support.corpus import store_text
+from support.cli import run_cli
+from support.paths import ELI_MIRROR, REPO, require_mirror
 from reliability_helpers import (
     HTML_ACT_2,
     HTML_ACT_3,
@@ -75,14 +77,13 @@ def test_text_search_sees_an_act_whose_ingest_died_right_after_its_commit(scratc
 
     (They once were refreshed in a transaction of their own, after the commit: a kill in between left
     them stale, and the rerun, finding the text unchanged, never refreshed them.)"""
-    from pipeline.storage import store
     from pipeline.sources.parse.html import parse_html
 
     d = require_mirror() / "acts" / HTML_ACT_3
     truncate(scratch_url)  # statistics of an empty corpus
     data, meta = (d / "text.html").read_bytes(), json.loads((d / "meta.json").read_bytes())
     with db.connect(scratch_url) as c:
-        store.store_version(c, meta, parse_html(data), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
+        store_text(c, meta, parse_html(data), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
     # ...the process dies here. The user runs the same ingest again:
     rerun = run_cli("ingest", "--source", str(ELI_MIRROR), "--act", HTML_ACT_3, "--no-embed", "--json",
                     env={"DATABASE_URL": scratch_url})

@@ -4,7 +4,7 @@ rerun and `pipeline embed`.
 from __future__ import annotations
 
 import pytest
-from conftest import require_mirror
+from support.paths import require_mirror
 from ollama_stand_in import OllamaStandIn
 from reliability_helpers import HTML_ACT, HTML_ACT_2, kill_run, write_notes
 

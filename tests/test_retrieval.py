@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EVAL_DIR, run_cli
+from support.cli import run_cli
+from support.paths import EVAL_DIR
 
 from pipeline.retrieval.evaluate import EvalError, Question, recall_ks, select_ids
 from pipeline.retrieval.refusal import decide, min_similarity

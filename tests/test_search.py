@@ -13,15 +13,18 @@ import re
 
 import psycopg
 import pytest
-from conftest import ELI_MIRROR, create_database, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import store_text
+from support.database import create_database
+from support.paths import ELI_MIRROR, require_mirror
 from embedding_stand_in import StandInEmbedder
 
 from pipeline.storage import db
-from pipeline.indexing import embed, ingest
+from pipeline.indexing import embed
 from pipeline.sources.fetch import InvalidActId
 from pipeline.sources.parse import Article
 from pipeline.sources.parse.html import parse_html
-from pipeline.indexing.embedders import sparse_head
+from pipeline.embedders import sparse_head
 from pipeline.retrieval.search import profile, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
@@ -40,7 +43,7 @@ SEARCH_SQL = "SELECT * FROM search_chunks(%s, %s::vector, %s, %s, %s, %s, %s, %s
 def model(request) -> tuple:
     """(corpus database URL, its embedder): the stand-in model's corpus, and the real model's (slow)."""
     if request.param == "e5":
-        from pipeline.indexing.embedders import LocalEmbedder
+        from pipeline.embedders.local import LocalEmbedder
 
         return request.getfixturevalue("corpus_url"), LocalEmbedder()
     return request.getfixturevalue("stand_in_corpus_url"), StandInEmbedder()
@@ -96,11 +99,9 @@ def versions(server_url):
     second = dataclasses.replace(first, articles=later)
     embedder = StandInEmbedder()
     with db.connect(url) as conn:
-        r1 = ingest.ingest_document(conn, meta, data, "html", model=embedder.name, max_chars=1200, overlap=200,
-                                    parsed=first)
-        r2 = ingest.ingest_document(conn, {**meta, "legalStatusDate": V2_DATE.isoformat()}, data, "html",
-                                    model=embedder.name, max_chars=1200, overlap=200, parsed=second)
-        assert (r1.status, r2.status, r2.version) == ("new", "new", 2)
+        r1 = store_text(conn, meta, first, model=embedder.name)
+        r2 = store_text(conn, {**meta, "legalStatusDate": V2_DATE.isoformat()}, second, model=embedder.name)
+        assert (r1.status, r2.status, r2.version_no) == ("new", "new", 2)
         embed.drain(conn, embedder, batch_size=256)
         ids = dict(conn.execute("SELECT version_no, version_id FROM act_versions WHERE eli = %s", (PATIENT,)).fetchall())
         conn.commit()

@@ -12,12 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
-from conftest import REPO, create_database, embed_in_bulk, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import embed_in_bulk, ingestion
+from support.database import create_database
+from support.paths import REPO, require_mirror
 from ollama_stand_in import OllamaStandIn
 
 from pipeline.storage import db, schema
-from pipeline.indexing import embed, ingest
-from pipeline.indexing.embedders import OllamaEmbedder
+from pipeline.embedders.ollama import OllamaEmbedder
 
 ACT = "DU/2024/1513"  # e-services act, HTML, 35 articles
 QUESTION = "Czy usługodawca musi podać swój adres elektroniczny?"
@@ -43,8 +45,8 @@ def url(server_url, ollama) -> str:
     mirror = require_mirror()
     url = create_database(server_url, "security")
     embedder = OllamaEmbedder(ollama.url, "bge-m3")
-    with db.connect(url) as c:
-        r = ingest.ingest_act(c, url, ACT, model=embedder.name, archive_dir=Path("/nonexistent"), source_dir=mirror)
+    with db.connect(url) as c, ingestion(c, url, model=embedder.name, archive_dir=Path("/nonexistent")) as run:
+        r = run.act(ACT, source_dir=mirror)
         assert r.status == "new", r.error
         embed_in_bulk(c, embedder)
     return url

@@ -14,10 +14,13 @@ from collections import Counter
 
 import psycopg
 import pytest
-from conftest import EMBEDDED_UNITS, create_database, mirror_text, parsed_act, require_mirror, run_cli
+from support.cli import run_cli
+from support.corpus import parsed_act, store_text
+from support.database import create_database, EMBEDDED_UNITS
+from support.paths import mirror_text, require_mirror
 from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_sparse
 
-from pipeline.storage import db, schema, store
+from pipeline.storage import db, schema
 from pipeline.indexing import embed
 from pipeline.storage.db import sparsevec_literal
 from pipeline.core.errors import DatabaseError, UsageError
@@ -30,7 +33,7 @@ QUESTION = "Czy szpital może odmówić mi wglądu do dokumentacji medycznej moj
 def _store(conn: psycopg.Connection, act: str = PATIENT) -> None:
     meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
     _, data = mirror_text(act)
-    stored = store.store_version(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
+    stored = store_text(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(), model=None)
     assert stored.status == "new"
 
 

@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from conftest import EVAL_DIR, create_database, mirror_text, parsed_act, require_mirror
+from support.corpus import parsed_act, store_text
+from support.database import create_database
+from support.paths import EVAL_DIR, mirror_text, require_mirror
 
 from pipeline.storage import schema, store
 
@@ -34,7 +36,7 @@ TEXT_SQL = "SELECT chunk_id, text_score FROM search_chunks(%s, NULL, NULL, %s, %
 def store_act(conn: psycopg.Connection, act: str, **meta_changes) -> None:
     meta = {**json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes()), **meta_changes}
     _, data = mirror_text(act)
-    stored = store.store_version(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(),
+    stored = store_text(conn, meta, parsed_act(act), source_sha256=hashlib.sha256(data).hexdigest(),
                                  model=None)
     assert stored.status == "new"
 
@@ -131,7 +133,7 @@ def test_a_new_version_counts_only_the_texts_it_changed(conn):
     changed = dataclasses.replace(parsed, articles=[*parsed.articles[:-1],
                                                     dataclasses.replace(last, text=last.text + " Teleporada.")])
     meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
-    stored = store.store_version(conn, meta, changed, source_sha256="second", model=None)
+    stored = store_text(conn, meta, changed, source_sha256="second", model=None)
     assert stored.version_no == 2
     conn.commit()
     assert stats_vs_recompute(conn) == EQUAL
@@ -212,7 +214,7 @@ def corpus(server_url, _corpus_text) -> str:
             store_act(c, act)
         later = dataclasses.replace(parsed_act(PATIENT), articles=parsed_act(PATIENT).articles[:-5])
         meta = json.loads((require_mirror() / "acts" / PATIENT / "meta.json").read_bytes())
-        stored = store.store_version(c, {**meta, "legalStatusDate": "2030-01-01"}, later, source_sha256="later",
+        stored = store_text(c, {**meta, "legalStatusDate": "2030-01-01"}, later, source_sha256="later",
                                      model=None)
         assert stored.version_no == 2
         c.execute("ANALYZE")
@@ -457,7 +459,7 @@ def test_migration_0007_counts_each_text_once_and_downgrades(server_url, monkeyp
         parsed = parsed_act(act)
         meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())
         later = dataclasses.replace(parsed, articles=parsed.articles[:-1])
-        assert store.store_version(c, meta, later, source_sha256="second", model=None).version_no == 2
+        assert store_text(c, meta, later, source_sha256="second", model=None).version_no == 2
         c.commit()
         every_chunk = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
         # (The interface's views come at head; below it the tables.)

@@ -25,7 +25,8 @@ from urllib.parse import quote
 import httpx
 import psycopg
 import pytest
-from conftest import REPO, _embedded_copy
+from support.corpus import embedded_copy as _embedded_copy
+from support.paths import REPO
 
 from pipeline.answering.answer import NOT_FOUND
 
