@@ -18,7 +18,7 @@ import psycopg
 
 from pipeline.core.act_id import ActId, act_id_from_path, parse_act_id
 from pipeline.core.errors import IngestError, one_line
-from pipeline.sources.chunk import ChunkSizes
+from pipeline.sources.chunk import ChunkSizes, text_sha256
 from pipeline.sources.fetch import EliClient, FetchError, fetch_act
 from pipeline.sources.parse import ParsedAct, ParseError
 from pipeline.sources.parse.read import parse_text, sniff_format
@@ -86,9 +86,12 @@ class Ingestion:
         parsed = parsed or parse_text(data, fmt)
         if not parsed.articles:
             raise ParseError(f"{record.eli}: no articles found in the {fmt.upper()} text")
-        text = prepare(record, parsed, source_sha256=hashlib.sha256(data).hexdigest(), max_chars=self.sizes.max_chars,
-                       overlap=self.sizes.overlap, stored_under=store.record_in_effect(self.conn, record))
-        stored = store.store_version(self.conn, text, model=self.model)
+        stored = store.store_unchanged(self.conn, record, text_sha256(parsed.articles))
+        if stored is None:  # a new text: prepared (chunks, legal context), then written
+            text = prepare(record, parsed, source_sha256=hashlib.sha256(data).hexdigest(),
+                           max_chars=self.sizes.max_chars, overlap=self.sizes.overlap,
+                           stored_under=store.record_in_effect(self.conn, record))
+            stored = store.store_version(self.conn, text, model=self.model)
         return IngestResult(
             act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
             chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,

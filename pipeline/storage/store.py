@@ -103,6 +103,30 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
+def _latest(conn: psycopg.Connection, eli: str) -> dict | None:
+    return conn.cursor(row_factory=dict_row).execute(
+        "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
+        "WHERE eli = %s ORDER BY version_no DESC LIMIT 1", (eli,)).fetchone()
+
+
+def _unchanged(eli: str, latest: dict) -> StoredVersion:
+    return StoredVersion(eli, "unchanged", latest["version_id"], latest["version_no"], latest["article_count"],
+                         latest["chunk_count"])
+
+
+def store_unchanged(conn: psycopg.Connection, record: EliRecord, text_sha256: str) -> StoredVersion | None:
+    """The act's latest version when its wording is ``text_sha256`` already, with the act's record refreshed
+    (as every ingest refreshes it); None when the text is new: prepare it and call :func:`store_version`.
+    Saves preparing a text that is stored (a re-ingest, a sync of an unchanged act). Its own transaction."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(record.eli),))
+        latest = _latest(conn, record.eli)
+        if latest is None or latest["text_sha256"] != text_sha256:
+            return None
+        upsert_act(conn, record)
+        return _unchanged(record.eli, latest)
+
+
 def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | None) -> StoredVersion:
     """Store ``text`` as the next version of its act unless its wording equals the latest version's.
 
@@ -114,14 +138,9 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(eli),))
         record = upsert_act(conn, text.record)
         base, since = record.base_eli, record.text_date
-        latest = conn.cursor(row_factory=dict_row).execute(
-            "SELECT version_id, version_no, text_sha256, article_count, chunk_count FROM act_versions "
-            "WHERE eli = %s ORDER BY version_no DESC LIMIT 1",
-            (eli,),
-        ).fetchone()
-        if latest and latest["text_sha256"] == text.text_sha256:
-            return StoredVersion(eli, "unchanged", latest["version_id"], latest["version_no"],
-                                 latest["article_count"], latest["chunk_count"])
+        latest = _latest(conn, eli)
+        if latest and latest["text_sha256"] == text.text_sha256:  # stored meanwhile by another ingest
+            return _unchanged(eli, latest)
 
         articles = text.articles
         # A new consolidated text is a new ELI: its changes are against the base act's text before it.
