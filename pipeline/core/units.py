@@ -74,3 +74,18 @@ def opens_unit(line: str, *, kinds: tuple[str, ...] = KINDS) -> bool:
 def cite(kind: str, number: str) -> str:
     """A unit as running text cites it: "§ 1", "ust. 2", "pkt 3", "lit. a", "tiret"."""
     return CITED[kind] if kind == TIRET else f"{CITED[kind]} {number}"
+
+
+def paths(lines: list[str], start: int = 0) -> list[str]:
+    """The unit each line of an article stands in, as cited ("§ 1 pkt 2 lit. a"; "" the article itself):
+    a labelled line opens its unit under the larger ones open above it, a line without a label goes on in
+    the unit before it. ``start``: where the first line's own text begins (after the article's label)."""
+    found: list[str] = []
+    open_units: list[tuple[int, str]] = []  # (rank in KINDS, cited), largest first
+    for i, line in enumerate(lines):
+        opens = label(line, start if i == 0 else 0)
+        if opens is not None:
+            rank = KINDS.index(opens.kind)
+            open_units = [(r, c) for r, c in open_units if r < rank] + [(rank, opens.cited)]
+        found.append(" ".join(c for _, c in open_units))
+    return found

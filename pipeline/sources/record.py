@@ -112,6 +112,10 @@ class Amendment:
     eli: str
     date: dt.date | None
     date_of: str  # DATED_BY_ACT: the amending act's date; DATED_BY_ENTRY_INTO_FORCE: when the change applies
+    # When the change takes effect, where what is stored tells (pipeline.storage.currency): the amending act's
+    # text or record, the base act's record; None: not known. ``in_force_source`` says which.
+    in_force_from: dt.date | None = None
+    in_force_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"eli": self.eli, "date": self.date.isoformat() if self.date else None, "date_of": self.date_of}
@@ -175,6 +179,12 @@ class EliRecord:
     def consolidates(self) -> bool:
         """A consolidated text (tekst jednolity) of another act, by its record's relation."""
         return self.base_eli != self.eli
+
+    @property
+    def is_consolidated_text(self) -> bool:
+        """A consolidated text, by its record's relation or, where the record has none (as rebuilt records
+        lack), by its title ("Obwieszczenie … w sprawie ogłoszenia jednolitego tekstu …")."""
+        return self.consolidates or consolidated_subject(self.title) is not None
 
     def amendments_after(self) -> list[Amendment] | None:
         """The acts that amended this text after it, oldest first, each once; None when the record has no

@@ -353,3 +353,40 @@ def _dedupe(refs: list[Reference]) -> list[Reference]:
             seen.add(key)
             out.append(r)
     return out
+
+
+# --- for other readers of a statute's references (pipeline.sources.provisions, .footnotes) ------------
+
+def cited_units(text: str, known: list[str] | None = None) -> list[tuple[str | None, str]]:
+    """(article, unit) for every article and unit the "art. …" lists of ``text`` name, in order: "art. 8–18
+    oraz art. 125 ust. 4" -> (8, "") … (18, ""), (125, "ust. 4"). ``known``: the act's articles in order, for
+    ranges over inserted ones."""
+    found: list[tuple[str | None, str]] = []
+    for m in _ARTICLES.finditer(text):
+        for target in _expand(_split_items(m.group("list")), known):
+            if target[0] is not None and target not in found:
+                found.append(target)
+    return found
+
+
+def cited_act(text: str) -> tuple[str | None, str | None]:
+    """The act ``text`` names first by its date and title ("ustawy z dnia 12 lipca 2024 r. - Przepisy
+    wprowadzające … (Dz. U. poz. 1222)") or by a journal reference alone: its ELI id where the journal
+    reference (or a code's name) tells it, and its title as printed."""
+    m = _ACT_BY_TITLE.search(text)
+    if m:
+        # The title may run on past where the pattern stops (" - Prawo komunikacji elektronicznej"): the
+        # journal reference is the first one before the sentence ends.
+        stop = re.search(r"[;\n]|\bustaw\w*\s+z\s+dnia", text[m.end():m.end() + 300])
+        end = m.end() + (stop.start() if stop else min(300, len(text) - m.end()))
+        j = _JOURNAL.search(text, m.end(), end)
+        title = re.sub(r"\s+", " ", text[m.start():j.start() if j else m.end()]).strip()
+        year = m.group("date")[-4:]
+        if j and not j.group("year"):  # "(Dz. U. poz. 1222)": the journal of the act's own year
+            act = str(parse_act_id(f"{'MP' if j.group('journal').startswith('M') else 'DU'}/{year}/{j.group('pos')}"))
+        else:
+            act = _journal_act(j) if j else None
+        return act or code_named(_name_of(m.group("title")), abbreviations=False), title
+    if j := _JOURNAL_ANYWHERE.search(text):
+        return _journal_act(j), None
+    return None, None
