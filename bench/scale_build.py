@@ -381,7 +381,7 @@ def generate_act(p: PlannedAct, src: Source, n: int, seed: int, cos: float) -> A
             vectors.append(vary_vector(src.vectors[part["row"]], src.noise_basis, rng, cos)[0])
         article_text = "\n".join(c[3] for c in parts)
         articles.append((ordinal, art["number"], art["heading_path"], art["repealed"], article_text,
-                         hashlib.sha256(article_text.encode()).hexdigest()))
+                         hashlib.sha256(article_text.encode()).hexdigest(), 0))
         text_hash.update(article_text.encode())
         chunks.append(parts)
     version = (act.source_format, hashlib.sha256(f"{eli}|{seed}".encode()).hexdigest(), text_hash.hexdigest(),

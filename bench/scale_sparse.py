@@ -165,7 +165,8 @@ def sparse_arms(conn, queries: list[tuple[list[str], str]], n: int) -> dict[str,
     interleaved per query (rotating order): recall@10 of chunks against the postings-exact top 10 (each arm's rows ranked by that
     score, as bench/archive/text_two_round.py does, so that impact drift cannot count), and latency."""
     conn.execute(SPARSE_ARM)
-    variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%(terms)s, NULL, NULL, false, %(n)s)",
+    # No filter (include_repealed): the reference scores every chunk, whatever is in force today.
+    variants = {f"shipped arm, n {k}": ("SELECT chunk_id FROM search_text_arm(%(terms)s, NULL, NULL, true, %(n)s)",
                                         {"n": k}) for k in (40, 100)}
     for graph_k, share, n_scored in SPARSE_ARM_VARIANTS:
         budget = max(1, round(share * n))

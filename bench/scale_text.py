@@ -33,8 +33,9 @@ WITH q AS (SELECT l.lexeme_id, bm25_idf(l.ndoc, g.chunks) AS idf
            FROM lexicon l CROSS JOIN corpus_stats g WHERE l.lexeme = ANY (search_terms(%(q)s))),
      s AS (SELECT p.chunk_id, sum(q.idf * p.impact) AS score FROM q JOIN postings p USING (lexeme_id)
            GROUP BY p.chunk_id)
-SELECT s.chunk_id, s.score FROM s JOIN chunks c USING (chunk_id)
+SELECT s.chunk_id, s.score FROM s JOIN chunks c USING (chunk_id) LEFT JOIN article_times t USING (article_id)
 WHERE NOT c.repealed AND c.version_id IN (SELECT version_id FROM selected_versions(NULL, NULL) version_id)
+  AND in_force_on(t.in_force_from, t.in_force_until, current_date) IS DISTINCT FROM false  -- as search leaves out
 ORDER BY s.score DESC, s.chunk_id LIMIT %(n)s
 """
 

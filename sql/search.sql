@@ -167,6 +167,7 @@ DECLARE
     tsq        tsquery;  -- the informative lexemes
     tsq_all    tsquery;
     versions   bigint[];
+    excluded   bigint[];  -- article rows not in force on the day (revision 0010)
     ranked     bigint[];
     ids        bigint[];
 BEGIN
@@ -190,6 +191,8 @@ BEGIN
     depths := postings_depths(lengths, idfs, (SELECT sum(least(d, n_postings)) FROM unnest(lengths) d)::bigint);
     cut := EXISTS (SELECT FROM unnest(lengths, depths) u(d, r) WHERE r < d);
     versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
+    excluded := CASE WHEN include_repealed THEN '{}'::bigint[]
+                     ELSE articles_out_of_force(versions, coalesce(as_of, current_date)) END;
 
     IF acts IS NULL THEN
         LOOP
@@ -207,7 +210,8 @@ BEGIN
                 LIMIT n_scored);
             ids := ARRAY(SELECT c.chunk_id FROM chunks c
                          WHERE c.chunk_id = ANY (ranked)
-                           AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+                           AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed)
+                           AND NOT (c.article_id = ANY (excluded)));
             -- Filters that drop most of the best (as_of, repealed articles): read again, keep more.
             EXIT WHEN cardinality(ids) >= n OR cardinality(ranked) < n_scored;
             n_scored := 4 * n_scored;
@@ -217,11 +221,12 @@ BEGIN
         ids := ARRAY(
             SELECT c.chunk_id FROM chunks c
             WHERE c.tsv @@ coalesce(tsq, tsq_all) AND c.version_id = ANY (versions)
-              AND (include_repealed OR NOT c.repealed));
+              AND (include_repealed OR NOT c.repealed) AND NOT (c.article_id = ANY (excluded)));
         IF cardinality(ids) < n AND tsq <> tsq_all THEN  -- too few hold an informative lexeme: all count
             ids := ARRAY(
                 SELECT c.chunk_id FROM chunks c
-                WHERE c.tsv @@ tsq_all AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed));
+                WHERE c.tsv @@ tsq_all AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed)
+                           AND NOT (c.article_id = ANY (excluded)));
         END IF;
         RAISE DEBUG 'search_text_arm: scan, % chunks scored', cardinality(ids);
     ELSE
@@ -237,7 +242,8 @@ $fn$;
 COMMENT ON FUNCTION search_text_arm(text[], text[], date, boolean, integer) IS
     'Internal: the BM25 arm of search_chunks() (postings index, or a scan for an acts filter).';
 
--- Exact BM25 by exhaustion: every chunk of the current texts (repealed articles left out) that holds
+-- Exact BM25 by exhaustion: every chunk of the current texts (repealed articles, and those not in force
+-- today, left out, as search_chunks() leaves them) that holds
 -- any query lexeme is scored; one row per article (its best part), best first, as search_chunks()
 -- returns them. The reference that the text arm's recall is measured against (bench/, tests).
 CREATE OR REPLACE FUNCTION text_search_exact(query_text text, k integer DEFAULT 10)
@@ -262,8 +268,10 @@ BEGIN
     matching AS (
         SELECT ARRAY(SELECT c.chunk_id FROM chunks c
                      WHERE c.tsv @@ q.tsq AND NOT c.repealed
-                       AND c.version_id IN (SELECT version_id FROM selected_versions(NULL, NULL) version_id)) AS ids
-        FROM q
+                       AND c.version_id = ANY (v.ids) AND NOT (c.article_id = ANY (v.out_of_force))) AS ids
+        FROM q CROSS JOIN (
+            SELECT ids, articles_out_of_force(ids, current_date) AS out_of_force
+            FROM (SELECT ARRAY(SELECT selected_versions(NULL, NULL)) AS ids) s) v
     ),
     best AS (
         SELECT DISTINCT ON (c.version_id, c.article) s.chunk_id, s.text_score
@@ -321,7 +329,8 @@ COMMENT ON FUNCTION sparse_query(text, sparsevec) IS
     'The sparse arm''s query: a sparse vector of the question, each feature weighted by its idf over the model''s vectors.';
 
 -- The rows gained base_eli, version_no and valid_from (2026-12-02: an as-of search says which text
--- each hit comes from, and a reader, who may not read act_versions, can cite it). A function's row
+-- each hit comes from, and a reader, who may not read act_versions, can cite it), then in_force,
+-- in_force_from and in_force_until (revision 0010). A function's row
 -- type cannot be replaced, so an older search_chunks is dropped here and the roles that could call it
 -- are granted the new one below (grant-reader's grants would otherwise be lost).
 CREATE TEMP TABLE IF NOT EXISTS search_chunks_grantees (role name) ON COMMIT DROP;
@@ -330,7 +339,7 @@ DECLARE
     fn oid := (SELECT p.oid FROM pg_proc p
                WHERE p.proname = 'search_chunks' AND p.pronamespace = current_schema()::regnamespace);
 BEGIN
-    IF fn IS NOT NULL AND pg_get_function_result(fn) NOT LIKE '%valid_from%' THEN
+    IF fn IS NOT NULL AND pg_get_function_result(fn) NOT LIKE '%in_force_until%' THEN
         INSERT INTO search_chunks_grantees
             SELECT r.rolname FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) x
             JOIN pg_roles r ON r.oid = x.grantee  -- PUBLIC (0) has no row: it is not given the new one
@@ -377,7 +386,12 @@ RETURNS TABLE (
     sparse_rank  integer,             -- rank in the sparse arm
     base_eli     text,                -- the act this text is of (a consolidated text's base act, else eli)
     version_no   integer,             -- the stored version of eli the hit is from (as_of picks older ones)
-    valid_from   date                 -- the date from which that version's text states the law
+    valid_from   date,                -- the date from which that version's text states the law
+    -- Revision 0010: the article (this wording of it) on the day searched (as_of, else today): true, or
+    -- NULL where the texts do not determine when it is in force (false only with include_repealed).
+    in_force       boolean,
+    in_force_from  date,              -- the first day it is in force (NULL: undetermined)
+    in_force_until date               -- the first day it no longer is (NULL: no end the texts give)
 )
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
@@ -388,6 +402,7 @@ DECLARE
     sp_cast  text := 'sparsevec';
     sp_query sparsevec;  -- query_sparse weighted by idf (sparse_query()); NULL: no sparse arm
     terms    text[];
+    excluded bigint[] := '{}';  -- article rows not in force on the day (revision 0010)
 BEGIN
     -- Every argument is checked here, NULL included (a NULL compares to nothing and would slip through
     -- as "no rows" or as a silent default), so that a caller's mistake is an error, not an empty answer.
@@ -485,6 +500,9 @@ BEGIN
     IF mode IN ('hybrid', 'text') THEN
         terms := search_terms(query_text);
     END IF;
+    IF NOT include_repealed THEN  -- what is not the law on the day is left out, as a repealed article is
+        excluded := articles_out_of_force(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, current_date));
+    END IF;
 
     IF mode <> 'text' THEN
         -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -521,7 +539,7 @@ BEGIN
                     JOIN chunks c ON c.chunk_id = u.chunk_id
                     WHERE e.model = %2$L AND $6 IN ('hybrid', 'vector')
                       AND c.version_id IN (SELECT version_id FROM versions)
-                      AND ($4 OR NOT c.repealed)
+                      AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15))
                     ORDER BY e.embedding::%1$s <=> $1::%1$s
                     LIMIT 2 * $5
                 ) n
@@ -546,7 +564,7 @@ BEGIN
                 JOIN chunks c ON c.content_sha256 = e.content_sha256
                 WHERE e.model = %2$L AND $13 IS NOT NULL
                   AND c.version_id IN (SELECT version_id FROM versions)
-                  AND ($4 OR NOT c.repealed)
+                  AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15))
                 ORDER BY e.embedding::%3$s <#> $13::%3$s
                 LIMIT $5
             ) s
@@ -582,22 +600,26 @@ BEGIN
         ),
         best AS (  -- one hit per article: its best-scoring part
             SELECT DISTINCT ON (c.version_id, c.article)
-                   f.*, c.version_id, c.article, c.part, c.text
+                   f.*, c.version_id, c.article, c.part, c.text, c.article_id, c.repealed
             FROM fused f JOIN chunks c ON c.chunk_id = f.chunk_id
             ORDER BY c.version_id, c.article, f.score DESC, f.chunk_id
         )
         SELECT b.chunk_id, v.eli, a.title, b.article, b.part, b.text,
                b.similarity, b.text_score, b.score, b.vector_rank, b.text_rank,
                (SELECT max(vec.similarity) FROM vec), b.sparse_score, b.sparse_rank,
-               v.base_eli, v.version_no, v.valid_from
+               v.base_eli, v.version_no, v.valid_from,
+               CASE WHEN b.repealed THEN false
+                    ELSE in_force_on(t.in_force_from, t.in_force_until, coalesce($3, current_date)) END,
+               t.in_force_from, t.in_force_until
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
+        LEFT JOIN article_times t ON t.article_id = b.article_id
         ORDER BY b.score DESC, b.chunk_id
         LIMIT $10
     $q$, vec_cast, model, sp_cast)
     USING query_embedding, acts, as_of, include_repealed, n_fetch, mode,
-          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion, sp_query, sparse_weight;
+          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion, sp_query, sparse_weight, excluded;
 END
 $fn$;
 

@@ -30,19 +30,30 @@ COMMENT ON VIEW current_versions IS 'The current text (version) of every act.';
 
 CREATE OR REPLACE VIEW current_articles AS
     SELECT v.eli, v.title AS act_title, ar.article, ar.ordinal, ar.heading_path, ar.repealed, ar.text,
-           v.version_id, v.version_no, v.valid_from, v.base_eli  -- base_eli: added last (a view keeps its columns)
+           v.version_id, v.version_no, v.valid_from, v.base_eli,  -- base_eli: added last (a view keeps its columns)
+           -- Revision 0010: which wording (two wordings of one article are two rows) and when it is in force.
+           ar.wording, t.in_force_from, t.in_force_until, t.undetermined AS in_force_undetermined
     FROM current_versions v
-    JOIN articles ar USING (version_id);
+    JOIN articles ar USING (version_id)
+    LEFT JOIN article_times t USING (article_id);
 COMMENT ON VIEW current_articles IS 'Every article of the current text of every act (ORDER BY eli, ordinal for the act''s order).';
 COMMENT ON COLUMN current_articles.ordinal IS 'Position of the article in its act, from 1.';
 COMMENT ON COLUMN current_articles.repealed IS 'No text in force: "(uchylony)", "(utracił moc)", or a bare label.';
+COMMENT ON COLUMN current_articles.wording IS
+    '0: printed once; 1 and 2: the two wordings a consolidated text prints (in force, and after an amendment), each a row.';
+COMMENT ON COLUMN current_articles.in_force_from IS
+    'The first day the article (this wording) is in force, by the final provisions and footnotes (NULL: undetermined).';
+COMMENT ON COLUMN current_articles.in_force_until IS 'The first day it no longer is (NULL: no end the texts give).';
+COMMENT ON COLUMN current_articles.in_force_undetermined IS 'Why in_force_from is not determined: the clause, quoted.';
 
 -- Older texts too: joined to versions_as_of(date), the articles in force on a date.
 CREATE OR REPLACE VIEW version_articles AS
     SELECT v.version_id, v.eli, v.base_eli, v.version_no, v.valid_from, ar.article, ar.ordinal, ar.heading_path,
-           ar.repealed, ar.text
+           ar.repealed, ar.text,
+           ar.wording, t.in_force_from, t.in_force_until, t.undetermined AS in_force_undetermined
     FROM act_versions v
-    JOIN articles ar USING (version_id);
+    JOIN articles ar USING (version_id)
+    LEFT JOIN article_times t USING (article_id);
 COMMENT ON VIEW version_articles IS 'Every article of every stored version, current and older texts (ORDER BY version_id, ordinal for the act''s order).';
 COMMENT ON COLUMN version_articles.valid_from IS 'The date from which the version''s text states the law (NULL: its metadata gives none).';
 

@@ -2,6 +2,8 @@
 each formula, what `show` and the SQL views say of them, the answer's context, and `pipeline diff`."""
 from __future__ import annotations
 
+import datetime as dt
+
 import json
 
 import psycopg
@@ -154,14 +156,25 @@ def two_texts(server_url):
 
 
 def test_diff_of_an_article_between_two_texts(two_texts):
+    before_change = dt.date(2024, 10, 20)  # the 2024 text's date; its second wording of art. 2 comes on 2024-11-10
     with Service(two_texts, pool_size=1, warm=False) as law:
-        changed = law.diff("DU/2002/1204", "2")
+        changed = law.diff("DU/2002/1204", "2", from_date=dt.date(2003, 6, 1), to_date=before_change)
         assert (changed["from"]["version_no"], changed["to"]["version_no"]) == (1, 2)
+        assert (changed["from"]["wording"], changed["to"]["wording"]) == (0, 1)
         assert not changed["unchanged"] and {"delete", "insert"} & {op["op"] for op in changed["ops"]}
         old = "".join(op["text"] for op in changed["ops"] if op["op"] != "insert")
         new = "".join(op["text"] for op in changed["ops"] if op["op"] != "delete")
         assert old == law.show("DU/2002/1204", "2", version_no=1)["text"]
-        assert new == law.show("DU/2002/1204", "2", version_no=2)["text"]
+        assert new == law.show("DU/2002/1204", "2", as_of=before_change)["text"]
+        # Without dates: the newest wording against the one before it, here the two the 2024 text prints;
+        # an article it prints once, against the text before.
+        assert (law.diff("DU/2002/1204", "3")["from"]["version_no"], law.diff("DU/2002/1204", "3")["to"]["version_no"]) \
+            == (1, 2)
+        wordings = law.diff("DU/2002/1204", "2")
+        assert (wordings["from"]["version_no"], wordings["to"]["version_no"]) == (2, 2)
+        assert (wordings["from"]["wording"], wordings["to"]["wording"]) == (1, 2)
+        assert wordings["from"]["in_force_until"] == wordings["to"]["in_force_from"] == dt.date(2024, 11, 10)
+        assert "".join(op["text"] for op in wordings["ops"] if op["op"] != "insert") == new
     text = changed["ops"][0]["text"]
     assert history.word_diff(text, text) == [{"op": "equal", "text": text}]  # equal wordings: "unchanged"
     out = run_cli("diff", "DU/2002/1204", "2", env={"DATABASE_URL": two_texts})
@@ -172,5 +185,9 @@ def test_diff_of_an_article_between_two_texts(two_texts):
 
 
 def test_diff_with_one_stored_text_says_so(law):
-    with pytest.raises(ArticleNotFound, match="one stored text"):
+    with pytest.raises(ArticleNotFound, match="earliest stored text and prints one wording"):
         law.diff(KP, "154")
+    # One text that prints two wordings of an article (Kodeks pracy art. 184): they are compared.
+    both = law.diff(KP, "184")
+    assert (both["from"]["wording"], both["to"]["wording"]) == (1, 2) and not both["unchanged"]
+    assert both["to"]["in_force_from"] == dt.date(2025, 3, 19)

@@ -83,8 +83,9 @@ def _db(url: str):
 def _stored_numbers(url: str, eli: str) -> list[str]:
     with _db(url) as c:
         return [n for (n,) in c.execute(
+            # A second wording (revision 0010) is the same article, printed again.
             "SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
-            "WHERE v.eli = %s AND v.version_no = 1 ORDER BY ar.ordinal", (eli,)).fetchall()]
+            "WHERE v.eli = %s AND v.version_no = 1 AND ar.wording <> 2 ORDER BY ar.ordinal", (eli,)).fetchall()]
 
 
 # --- 1. the whole mirror, offline, through the CLI --------------------------------------------

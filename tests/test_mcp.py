@@ -114,6 +114,8 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
             top = out["text"]["hits"][0]
             out["article"] = (await client.call_tool("get_article", {"act": top["act"],
                                                                      "article": top["article"]})).structured_content
+            out["dated"] = (await client.call_tool("get_article", {"act": KP, "article": "184", "as_of": "2025-03-01"}
+                                                   )).structured_content
             pages, offset = [], 0
             while offset is not None:
                 page = (await client.call_tool("get_article", {"act": KP, "article": "151^1", "max_chars": 300,
@@ -182,6 +184,12 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     # One schema for an article: get_article's keys are show --json's ("eli" aside, kept one release) and its pages'.
     assert set(shown) - {"eli"} | {"offset", "total_chars", "next_offset"} == set(article)
     assert all(h["currency"] and h["currency_note"] for h in hybrid)
+
+    # On a date: the wording in force that day, when it holds, and the article's timeline (revision 0010).
+    dated = out["dated"]
+    assert (dated["in_force"], dated["wording"], dated["in_force_until"]) == (True, 1, "2025-03-19")
+    assert {"from", "until", "kind", "unit", "source", "text"} <= set(dated["timeline"][0])
+    assert any(e["kind"] == "wording" and e["from"] == "2025-03-19" for e in dated["timeline"])
 
     long = show(mcp_url, KP, "151^1")
     assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]

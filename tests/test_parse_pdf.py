@@ -41,8 +41,10 @@ def _parsed(act: str) -> ParsedAct:
     return parsed
 
 
-def _article(act: str, number: str):
-    found = [a for a in _parsed(act).articles if a.number == number]
+def _article(act: str, number: str, wording: int | None = None):
+    """The article (of two wordings, the first: the one in force at the text's date, unless ``wording``)."""
+    found = [a for a in _parsed(act).articles if a.number == number
+             and (a.wording == wording if wording is not None else a.wording in (0, 1))]
     assert len(found) == 1, f"{act}: art. {number} found {len(found)} times"
     return found[0]
 
@@ -51,7 +53,7 @@ def _article(act: str, number: str):
 def test_article_sequence_is_complete_and_ordered(act: str) -> None:
     parsed = _parsed(act)
     pages, last = PDF_ACTS[act]
-    numbers = [a.number for a in parsed.articles]
+    numbers = [a.number for a in parsed.articles if a.wording != 2]  # a second wording is the same article
     assert parsed.source_format == "pdf" and parsed.pages == pages
     assert numbers[0] == "1" and numbers[-1] == last
     problems = check_sequence(numbers)
@@ -115,25 +117,29 @@ def test_repealed_articles() -> None:
     assert [a.number for a in omitted] == [str(n) for n in range(61, 86)]
 
 
-def test_two_wordings_of_a_paragraph_are_kept_apart_by_a_marked_line() -> None:
+def test_two_wordings_of_a_paragraph_make_two_dated_wordings_of_the_article() -> None:
     """Art. 177 (protection in pregnancy) prints § 1, § 1^1 and § 4 twice: now, and as an amendment
-    (uzupełniający urlop macierzyński) has it later. A reader must not take both for one rule."""
-    text = _article("DU/2025/277", "177").text
-    assert text.count(TWO_PARAGRAPH_WORDINGS) == 3
-    first, later = text.split("\n" + TWO_PARAGRAPH_WORDINGS + "\n", 2)[:2]
-    assert first.startswith("Art. 177. § 1. W okresie ciąży") and "uzupełniającego" not in first
-    assert later.startswith("§ 1. W okresie ciąży") and "uzupełniającego urlopu macierzyńskiego" in later
-    assert TWO_PARAGRAPH_WORDINGS not in _article("DU/2025/277", "176").text
+    (uzupełniający urlop macierzyński) has it later. A reader must not take both for one rule: the article
+    becomes two wordings, each with the footnotes that date it."""
+    first, later = _article("DU/2025/277", "177", 1), _article("DU/2025/277", "177", 2)
+    assert first.text.startswith("Art. 177. § 1. W okresie ciąży") and "uzupełniającego" not in first.text
+    assert later.text.startswith("Art. 177. § 1. W okresie ciąży") and "uzupełniającego urlopu macierzyńskiego" in later.text
+    for wording in (first, later):  # the paragraphs printed once are in both
+        assert "§ 3. Umowa o pracę zawarta na czas określony" in wording.text and wording.text.count("§ 1.") == 1
+    assert {f.number for f in first.footnotes} == {11, 13} and {f.number for f in later.footnotes} == {12, 14}
+    assert all("obowiązuje do wejścia w życie zmiany" in f.text for f in first.footnotes)
+    assert _article("DU/2025/277", "176").wording == 0
 
 
-def test_two_wordings_of_an_article_are_kept_apart_by_a_marked_line() -> None:
+def test_an_article_printed_twice_makes_two_wordings() -> None:
     """Art. 184 of the Labour Code is printed twice: in force at the text's date, and as amended later
-    (footnotes 17 and 18 of the PDF). One article holds both, the line between them says which is which."""
-    text = _article("DU/2025/277", "184").text
-    now, later = text.split("\n" + TWO_WORDINGS + "\n")
-    assert now.startswith("Art. 184. ") and later.startswith("Art. 184. ")
-    assert "uzupełniającego urlopu macierzyńskiego" not in now and "uzupełniającego urlopu macierzyńskiego" in later
-    warning = "art. 184: two wordings (now, and after an amendment) kept in one article, marked"
+    (footnotes 17 and 18 of the PDF). Two wordings of one article, each with its footnote."""
+    now, later = _article("DU/2025/277", "184", 1), _article("DU/2025/277", "184", 2)
+    assert now.text.startswith("Art. 184. ") and later.text.startswith("Art. 184. ")
+    assert "uzupełniającego urlopu macierzyńskiego" not in now.text
+    assert "uzupełniającego urlopu macierzyńskiego" in later.text
+    assert [f.number for f in now.footnotes] == [17] and [f.number for f in later.footnotes] == [18]
+    warning = "art. 184: two wordings (now, and after an amendment): kept as two wordings"
     assert warning in _parsed("DU/2025/277").warnings
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 from support.cli import run_cli
 from support.corpus import parsed_act, store_text
-from support.database import create_database, EMBEDDED_UNITS
+from support.database import create_database, EMBEDDED_UNITS, store_as_at
 from support.paths import mirror_text, require_mirror
 from embedding_stand_in import StandInEmbedder
 
@@ -98,8 +98,7 @@ def test_upgrade_to_0006_then_embed_adds_pieces_to_old_chunks_and_downgrade_drop
     url = create_database(server_url, "migrate_0006", migrate=False)
     schema.upgrade(url, "0005")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
-        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # as a 0005 pipeline wrote: no pieces
-        m.setattr(store.context, "write", lambda *args: (0, 0))  # nor the legal context (0009)
+        store_as_at(m, "0005")  # as a 0005 pipeline wrote: no pieces, no legal context, no provision time
         _store(c, PATIENT)
     schema.upgrade(url)
     with psycopg.connect(url) as c:

@@ -12,7 +12,7 @@ from pipeline.core.act_id import ActId, act_id_from_path, acts_in
 from pipeline.core.config import env_number
 from pipeline.core.errors import ConfigError, EmbedderError, InvalidActId, PipelineError, UsageError
 from pipeline.core.files import write_atomic
-from pipeline.sources.parse.articles import TWO_WORDINGS, is_repealed, merge_versions
+from pipeline.sources.parse.articles import is_repealed, split_wordings
 from pipeline.sources.parse.html import parse_html
 from pipeline.sources.parse.model import Article
 from pipeline.core.numbering import expand_range, split_range
@@ -64,25 +64,25 @@ def test_expand_range(first: str, last: str, numbers: list[str]) -> None:
     assert split_range(f"{first}–{last}") == numbers
 
 
-def test_two_versions_of_one_article_are_merged_once() -> None:
+def test_an_article_printed_twice_in_a_row_becomes_two_wordings() -> None:
     warnings: list[str] = []
-    merged = merge_versions([Article("5", "Art. 5. (uchylony)", repealed=True), Article("5", "Art. 5. Nowy."),
-                             Article("6", "Art. 6. X.")], warnings)
-    assert [(a.number, a.text, a.repealed) for a in merged] == [
-        ("5", f"Art. 5. (uchylony)\n{TWO_WORDINGS}\nArt. 5. Nowy.", False), ("6", "Art. 6. X.", False)]
-    assert warnings == ["art. 5: two wordings (now, and after an amendment) kept in one article, marked"]
+    split = split_wordings([Article("5", "Art. 5. Stary.", repealed=False), Article("5", "Art. 5. (uchylony)", repealed=True),
+                            Article("6", "Art. 6. X.")], warnings)
+    assert [(a.number, a.text, a.repealed, a.wording) for a in split] == [
+        ("5", "Art. 5. Stary.", False, 1), ("5", "Art. 5. (uchylony)", True, 2), ("6", "Art. 6. X.", False, 0)]
+    assert warnings == ["art. 5: two wordings (now, and after an amendment): kept as two wordings"]
 
 
-def test_a_paragraph_printed_twice_in_a_row_is_marked_and_others_are_not() -> None:
-    from pipeline.sources.parse.articles import TWO_PARAGRAPH_WORDINGS
-
+def test_a_paragraph_printed_twice_in_a_row_makes_two_wordings_and_others_do_not() -> None:
     warnings: list[str] = []
     twice = Article("5", "Art. 5. § 1. Stare.\n1) punkt;\n§ 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y.")
     once = Article("6", "Art. 6. § 1. A.\n§ 2. B, o którym mowa w\n§ 1. C.")  # not in a row: § 2 between
-    merge_versions([twice, once], warnings)
-    assert twice.text == f"Art. 5. § 1. Stare.\n1) punkt;\n{TWO_PARAGRAPH_WORDINGS}\n§ 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y."
-    assert once.text == "Art. 6. § 1. A.\n§ 2. B, o którym mowa w\n§ 1. C."
-    assert warnings == ["art. 5 § 1: two wordings (now, and after an amendment) kept, marked"]
+    split = split_wordings([twice, once], warnings)
+    assert [(a.number, a.wording, a.text) for a in split] == [
+        ("5", 1, "Art. 5. § 1. Stare.\n1) punkt;\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y."),
+        ("5", 2, "Art. 5. § 1. Nowe.\n§ 2. Dalej.\n§ 2^1. X.\n§ 3. Y."),
+        ("6", 0, "Art. 6. § 1. A.\n§ 2. B, o którym mowa w\n§ 1. C.")]
+    assert warnings == ["art. 5 § 1: two wordings (now, and after an amendment): kept as two wordings of the article"]
 
 
 @pytest.mark.parametrize(("url", "shown"), [

@@ -212,7 +212,8 @@ def reader(url: str):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, version_articles, "
                                    "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
-                                   "current_acts, lexeme_stats, corpus_stats, article_references, definitions; and call: versions_as_of(), "
+                                   "current_acts, lexeme_stats, corpus_stats, article_references, definitions, "
+                                   "article_timelines, entry_rules; and call: versions_as_of(), articles_as_of(), "
                                    "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
                                    "text_search_exact(), sparse_query()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from support.corpus import parsed_act, store_text
-from support.database import create_database
+from support.database import create_database, store_as_at
 from support.paths import EVAL_DIR, mirror_text, require_mirror
 
 from pipeline.storage import schema, store
@@ -128,6 +128,7 @@ def test_a_new_version_counts_only_the_texts_it_changed(conn):
     act = SMALL_ACTS[0]
     store_act(conn, act)
     first = conn.execute("SELECT chunks FROM corpus_stats").fetchone()[0]
+    first_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # two wordings may share a part
     parsed = parsed_act(act)
     last = parsed.articles[-1]
     changed = dataclasses.replace(parsed, articles=[*parsed.articles[:-1],
@@ -138,7 +139,7 @@ def test_a_new_version_counts_only_the_texts_it_changed(conn):
     conn.commit()
     assert stats_vs_recompute(conn) == EQUAL
     n_chunks, n_texts = conn.execute("SELECT count(*), count(DISTINCT content_sha256) FROM chunks").fetchone()
-    changed_parts = n_chunks - 2 * first
+    changed_parts = n_chunks - 2 * first_chunks
     assert n_chunks > n_texts and n_texts == first + 1 == conn.execute("SELECT chunks FROM corpus_stats").fetchone()[0]
     assert changed_parts == 0  # one text changed: its chunk count did not
     assert conn.execute("SELECT ndoc FROM lexeme_stats WHERE lexeme = 'teleporada'").fetchone() == (1,)
@@ -214,7 +215,8 @@ def corpus(server_url, _corpus_text) -> str:
             store_act(c, act)
         later = dataclasses.replace(parsed_act(PATIENT), articles=parsed_act(PATIENT).articles[:-5])
         meta = json.loads((require_mirror() / "acts" / PATIENT / "meta.json").read_bytes())
-        stored = store_text(c, {**meta, "legalStatusDate": "2030-01-01"}, later, source_sha256="later",
+        # Dated in the past: a consolidated text states the law from its date, and today's search reads today's law.
+        stored = store_text(c, {**meta, "legalStatusDate": "2026-01-01"}, later, source_sha256="later",
                                      model=None)
         assert stored.version_no == 2
         c.execute("ANALYZE")
@@ -290,7 +292,9 @@ def test_chunks_scored_exactly_grow_with_the_corpus(corpus):
             c.execute(TEXT_SQL, (question, 10, None, None)).fetchall()
             tsquery = c.execute("SELECT search_tsquery(%s)::text", (question,)).fetchone()[0]
             searchable = c.execute("""
-                SELECT count(*) FROM chunks c WHERE c.tsv @@ %s::tsquery AND NOT c.repealed
+                SELECT count(*) FROM chunks c LEFT JOIN article_times t USING (article_id)
+                WHERE c.tsv @@ %s::tsquery AND NOT c.repealed
+                  AND in_force_on(t.in_force_from, t.in_force_until, current_date) IS DISTINCT FROM false
                   AND c.version_id IN (SELECT selected_versions(NULL, NULL))""", (tsquery,)).fetchone()[0]
     small, large = [int(re.search(r"(\d+) chunks scored, the best of \d+ postings read", m).group(1)) for m in seen]
     assert small <= 1000 < searchable  # fetch_k 40: 25 × 40 of more candidates
@@ -325,7 +329,7 @@ def test_postings_depths_spend_the_budget_rare_lexemes_first(corpus):
 
 
 def python_bm25_top(conn: psycopg.Connection, question: str, k: int) -> list[tuple[int, float]]:
-    """Exact BM25 (k1 1.2, b 0.75) of the current, unrepealed chunks, best part per article, from the
+    """Exact BM25 (k1 1.2, b 0.75) of the current chunks in force today, best part per article, from the
     raw tsvectors and document frequencies counted here over the distinct texts (the corpus holds two
     versions of the patient act): independent of lexicon, postings and bm25_*."""
     terms = set(conn.execute("SELECT search_terms(%s)", (question,)).fetchone()[0])
@@ -334,8 +338,11 @@ def python_bm25_top(conn: psycopg.Connection, question: str, k: int) -> list[tup
                              (list(terms),)).fetchall())
     rows = conn.execute("""
         SELECT c.chunk_id, c.version_id, c.article, length(c.tsv), t.lexeme, cardinality(t.positions)
-        FROM chunks c JOIN versions_as_of(NULL) v USING (version_id), unnest(c.tsv) t
-        WHERE NOT c.repealed AND t.lexeme = ANY (%s)""", (list(terms),)).fetchall()
+        FROM chunks c JOIN versions_as_of(NULL) v USING (version_id)
+        LEFT JOIN article_times a ON a.article_id = c.article_id, unnest(c.tsv) t
+        WHERE NOT c.repealed AND t.lexeme = ANY (%s)
+          AND in_force_on(a.in_force_from, a.in_force_until, current_date) IS DISTINCT FROM false""",
+                        (list(terms),)).fetchall()
     scores: dict[tuple, float] = {}
     for chunk_id, version_id, article, length, lexeme, tf in rows:
         idf = math.log(1 + (n - ndoc[lexeme] + 0.5) / (ndoc[lexeme] + 0.5))
@@ -417,8 +424,7 @@ def test_migration_from_0004_backfills_and_downgrades(server_url, monkeypatch):
     url = create_database(server_url, "migrate_0005", migrate=False)
     schema.upgrade(url, "0004")
     with psycopg.connect(url) as c, monkeypatch.context() as m:
-        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)  # 0004 has no chunk_pieces (0006)
-        m.setattr(store.context, "write", lambda *args: (0, 0))  # nor the legal context (0009)
+        store_as_at(m, "0004")  # no chunk_pieces (0006), legal context (0009) or provision time (0010)
         for act in SMALL_ACTS[:2]:
             store_act(c, act)  # no triggers yet: 0004 knows nothing of them
         assert c.execute("SELECT to_regclass('postings')").fetchone()[0] is None
@@ -454,7 +460,7 @@ def test_migration_0007_counts_each_text_once_and_downgrades(server_url, monkeyp
     schema.upgrade(url, "0006")
     act = SMALL_ACTS[0]
     with psycopg.connect(url) as c, monkeypatch.context() as m:
-        m.setattr(store.context, "write", lambda *args: (0, 0))  # 0006 has no legal context (0009)
+        store_as_at(m, "0006")  # no legal context (0009) or provision time (0010)
         store_act(c, act)
         parsed = parsed_act(act)
         meta = json.loads((require_mirror() / "acts" / act / "meta.json").read_bytes())

@@ -198,6 +198,30 @@ def test_search_answer_article_reference_and_as_of_in_a_browser(site, browser):
     assert "stan prawny na 2025-06-01" in browser.find_element(By.CSS_SELECTOR, ".meta").text
 
 
+def test_an_article_on_two_dates_shows_the_wording_in_force_and_its_timeline_in_a_browser(site, browser):
+    """Kodeks pracy art. 184 is printed twice, the second wording from 2025-03-19 (revision 0010): the page
+    shows the one in force on the date asked, says so, and lists the article's timeline."""
+    from selenium.webdriver.common.by import By
+
+    def page(as_of: str) -> tuple[str, str, list[str]]:
+        browser.get(f"{site.base}/acts/DU/2025/277/art/184?as_of={as_of}")
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".timeline tbody tr"))
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, ".timeline tbody tr")]
+        return browser.find_element(By.CSS_SELECTOR, ".in-force").text, \
+            browser.find_element(By.CSS_SELECTOR, ".text").text, rows
+
+    before, text_before, rows = page("2025-03-01")
+    assert before == "W mocy na 2025-03-01: obowiązuje od 2025-02-07 do 2025-03-18"
+    assert "uzupełniającego urlopu macierzyńskiego" not in text_before
+    assert any("2025-03-19" in r and "zmiana" in r or "brzmienie" in r for r in rows), rows
+    after, text_after, _ = page("2025-04-01")
+    assert after == "W mocy na 2025-04-01: obowiązuje od 2025-03-19"
+    assert "uzupełniającego urlopu macierzyńskiego" in text_after
+    browser.execute_script("window.scrollTo(0, arguments[0].getBoundingClientRect().top + window.scrollY - 20)",
+                           browser.find_element(By.CSS_SELECTOR, ".in-force"))
+    _screenshot(browser, "web-article-timeline.png", 1280)
+
+
 def test_hostile_act_text_and_questions_stay_text_in_a_browser(site, browser):
     from selenium.webdriver.common.by import By
 

@@ -33,7 +33,7 @@ from pipeline.core.limits import CONTEXT_CHARS, MAX_K, check_question
 from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
-from pipeline.retrieval.search import checked_search, search_gaps
+from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_units
 from pipeline.storage import currency
 
 if TYPE_CHECKING:
@@ -96,6 +96,12 @@ class Asked:
         }
 
 
+def time_notes(hit: Hit) -> list[str]:
+    """What a reader of the hit's text on the day asked must be told: its date undetermined, units not in force."""
+    head = ["data wejścia w życie artykułu nieokreślona w tekstach"] if hit.in_force is None else []
+    return head + [u["note"] for u in hit.units_not_in_force or []]
+
+
 def answer_question(
     conn: psycopg.Connection,
     embedder: Embedder,
@@ -137,13 +143,16 @@ def answer_question(
             on_rewrite(searched)
     hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
                           include_repealed=include_repealed)
+    hits = with_units(conn, hits, as_of)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
     # Each read ends the transaction it began (db.reading): none stays open while a model writes.
     gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
     verdict = decide(hits, embedder.name)
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity, named=h.named,
-                          currency=currencies[h.act].note() if h.act in currencies else None) for h in hits]
+                          currency=currencies[h.act].note() if h.act in currencies else None,
+                          time_notes=time_notes(h), units_out=[u["unit"] for u in h.units_not_in_force or []])
+                 for h in hits]
     if not verdict.refused and context_chars:
         # Read beside them: the definitions they use, the provisions they cite (pipeline.retrieval.context).
         fragments += [Fragment(act=c.act, article=c.article, text=c.text, role=c.role, used_by=c.used_by, term=c.term,

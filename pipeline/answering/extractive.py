@@ -111,6 +111,11 @@ def _fragment_units(fragment: Fragment) -> list[str]:
     """The units of a fragment's wording in force; a later part of a long article begins with the
     previous part's overlap, cut at a word, and its first unit says so ("… ")."""
     found = split_units(_in_force(fragment.text))
+    if fragment.units_out:  # an ustęp or paragraph not the law on the day asked is not quoted as law
+        out = set(fragment.units_out)
+        found = [u for u in found if (label := units.label(u)) is None or label.kind not in (units.PARAGRAPH,
+                                                                                               units.SECTION)
+                 or label.cited not in out]
     if found and fragment.part > 1 and not (found[0][:1].isupper() or found[0].startswith("§")):
         found[0] = "… " + found[0]
     return found
@@ -163,6 +168,8 @@ def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> An
             citations.append((fragment.act, fragment.article))
             if TWO_WORDINGS in fragment.text or TWO_PARAGRAPH_WORDINGS in fragment.text:
                 later.append(cite(fragment.act, fragment.article))
+    for fragment in {(f.act, f.article): f for _, f in chosen if f.time_notes}.values():
+        lines.append(f"Uwaga: {cite(fragment.act, fragment.article)}: {'; '.join(fragment.time_notes)}.")
     for citation in later:
         # "The wording in force on the text's date", not "the current one": with --as-of, or once the
         # amendment is in force, the later wording may be the one that applies.

@@ -27,6 +27,10 @@ class Fragment:
     term: str | None = None  # definition: the term
     unit: str = ""  # definition: where in the article ("ust. 1 pkt 4")
     in_question: bool = False  # definition: the question uses the term
+    # Where the article, or a unit of it, is not the law on the day asked (pipeline.sources.provision_time
+    # notes, Polish): told to the model beside the text; the offline answer leaves those units out.
+    time_notes: list[str] = field(default_factory=list)
+    units_out: list[str] = field(default_factory=list)  # the units not in force that day ("ust. 4")
 
 
 @dataclass

@@ -20,7 +20,8 @@ jak w nagłówku fragmentu: [DU/2025/277, art. 154]. Cytuj tylko akty i artykuł
 3. Jeżeli fragmenty nie zawierają odpowiedzi, odpowiedz dokładnie tym jednym zdaniem i niczym więcej: {NOT_FOUND}
 4. Odpowiadaj po polsku, zwięźle i konkretnie: najpierw odpowiedź, potem ewentualne warunki lub wyjątki.
 5. Fragmenty oznaczone jako definicja lub przepis powiązany objaśniają pozostałe: czytaj je razem z nimi \
-i cytuj tak samo."""
+i cytuj tak samo.
+6. Jednostka oznaczona jako jeszcze nieobowiązująca, uchylona albo w brzmieniu obowiązującym od innego dnia nie jest prawem w dniu, którego dotyczy pytanie: nie przedstawiaj jej jako obowiązującej, a jeżeli o niej piszesz, podaj datę z oznaczenia."""
 
 REWRITE_PROMPT = """Przeformułuj potoczne pytanie na zapytanie wyszukiwawcze w języku \
 polskich ustaw: użyj terminów ustawowych (np. "wymiar urlopu wypoczynkowego", \
@@ -43,7 +44,10 @@ def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | No
             header += f" {f.act_title}"
         if f.part > 1:
             header += f" (część {f.part})"
-        blocks.append(f"{header}\n{f.text.strip()}")
+        text = f.text.strip()
+        if f.time_notes:  # the units that are not the law on the day asked: the model must not state them as law
+            text += "\n[Stan w dniu, którego dotyczy pytanie: " + "; ".join(f.time_notes) + "]"
+        blocks.append(f"{header}\n{text}")
     user = "Fragmenty przepisów:\n\n" + "\n\n".join(blocks)
     notes = list(dict.fromkeys(f.currency for f in fragments if f.currency))
     if notes:

@@ -203,7 +203,12 @@ pracy" -> act DU/2025/277, article "154"; superscripts as 151^1 or 151¹). `as_o
 the text in force on that date; `version`: a stored version of `act`. Long articles come in pages:
 when `next_offset` is not null, call again with offset=next_offset. With the text come its legal
 context: `references` (the provisions it cites: act, article, unit), `referenced_by` (the stored
-articles citing it) and `definitions` (the act's definitions of terms it uses): read them too."""
+articles citing it) and `definitions` (the act's definitions of terms it uses): read them too. And
+when it is the law: `in_force` on `as_of` (today without it; null: the texts leave the date
+undetermined, `in_force_undetermined` quotes why), `in_force_from`, `in_force_until`, the wording in
+force that day (of two a consolidated text prints: `wordings`), `units_not_in_force` (units not yet in
+force or ended: never state them as law on that day) and `timeline` ({from, until, kind, unit,
+source: {act, unit}, text}: when it and its units entered, were worded, changed, repealed)."""
 
 COMPARE_DESCRIPTION = """Porównaj brzmienie artykułu w dwóch tekstach aktu. How one article's wording changed between two
 stored texts of its act: each text's id, version and date, `unchanged`, and the word diff as `ops`

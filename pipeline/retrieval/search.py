@@ -13,6 +13,7 @@ from pipeline.embedders import Embedder, SparseHead, sparse_head
 from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
+from pipeline.storage.legal_time import units_not_in_force
 from pipeline.storage.db import read_only, reading, sparsevec_literal, vector_literal
 from pipeline.core.limits import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question  # noqa: F401 (importable from here, as before)
 
@@ -78,6 +79,12 @@ class Hit:
     valid_from: dt.date | None = None  # from when that text states the law
     currency: dict | None = None  # the act's currency (pipeline.storage.currency), filled by run()
     named: bool = False  # the question names this article ("art. 52 kp"): put first (named_articles)
+    # Revision 0010: the article on the day searched (true; None: undetermined), and its units that are
+    # not the law that day (pipeline.storage.legal_time.units_not_in_force, filled by with_currency()).
+    in_force: bool | None = None
+    in_force_from: dt.date | None = None
+    in_force_until: dt.date | None = None
+    units_not_in_force: list[dict] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,20 +125,26 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
             continue
         row = conn.execute(
             f"""
-            SELECT c.chunk_id, v.eli, a.title, c.part, c.text, v.version_no, v.valid_from
+            SELECT c.chunk_id, v.eli, a.title, c.part, c.text, v.version_no, v.valid_from, i.in_force,
+                   t.in_force_from, t.in_force_until
             FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id) JOIN acts a ON a.eli = v.eli
+            LEFT JOIN article_times t ON t.article_id = c.article_id
+            CROSS JOIN LATERAL (SELECT in_force_on(t.in_force_from, t.in_force_until,
+                                                   coalesce(%(as_of)s, current_date)) AS in_force) i
             WHERE v.base_eli = {BASE_OF} AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
+              AND (%(rep)s OR i.in_force IS DISTINCT FROM false)  -- the wording that is the law that day
               AND (%(acts)s::text[] IS NULL OR v.eli = ANY(%(acts)s) OR v.base_eli = ANY(%(acts)s))
-            ORDER BY c.part LIMIT 1
+            ORDER BY i.in_force DESC NULLS LAST, c.part LIMIT 1
             """, {"as_of": as_of, "e": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
         if row is None:
             continue
-        chunk_id, act, title, part, text, version_no, valid_from = row
+        chunk_id, act, title, part, text, version_no, valid_from, in_force, in_force_from, in_force_until = row
         found = next((h for h in hits if (h.act, h.article) == (act, article)), None)
         if found is None:  # not among the ranked hits: the article's first part, with no arm's scores
             found = Hit(chunk_id, act, title, article, part, text, None, None, hits[0].score if hits else 0.0,
                         None, None, hits[0].best_similarity if hits else None, version_no=version_no,
-                        valid_from=valid_from)
+                        valid_from=valid_from, in_force=in_force, in_force_from=in_force_from,
+                        in_force_until=in_force_until)
         if found not in named:
             found.named = True
             named.append(found)
@@ -203,7 +216,8 @@ def search(
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
                 """
                 SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
-                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank, version_no, valid_from
+                       vector_rank, text_rank, best_similarity, sparse_score, sparse_rank, version_no, valid_from,
+                       in_force, in_force_from, in_force_until
                 FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
                                    %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
                 """,
@@ -310,11 +324,23 @@ def as_of_gap(conn: psycopg.Connection, acts: Sequence[str] = (), as_of: dt.date
 
 @read_only
 def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
-    """Attach each hit's act currency (text as of, later amendments, in force) for the reader to see,
-    for the law as it stood on ``as_of`` (the date searched; None: today)."""
+    """Attach each hit's act currency (text as of, later amendments, in force) and the units of its
+    article that are not the law on ``as_of`` (the date searched; None: today), for the reader to see."""
     found = for_acts(conn, [h.act for h in hits], as_of)
     for h in hits:
         h.currency = found[h.act].to_dict() if h.act in found else None
+    return with_units(conn, hits, as_of)
+
+
+@read_only
+def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
+    """Attach to each hit the units of its article that are not the law on ``as_of`` (None: today): not
+    yet in force, in a wording that starts later, ended (pipeline.storage.legal_time.units_not_in_force)."""
+    article_ids = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
+                                    ([h.chunk_id for h in hits],)).fetchall())
+    units = units_not_in_force(conn, list(set(article_ids.values())), as_of or dt.date.today())
+    for h in hits:
+        h.units_not_in_force = units.get(article_ids.get(h.chunk_id), [])
     return hits
 
 

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 from pipeline.answering.citations import cite
 from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
+from pipeline.sources.provision_time import in_force_note
 from pipeline.sources.record import display_title
 from pipeline.storage.currency import Currency
 
@@ -48,6 +49,13 @@ class HitRecord(TypedDict):
     text: str
     currency: dict | None  # the act's currency: state, text_as_of, amended_after, in_force, note … (docs/results.md)
     currency_note: str | None  # the same as one Polish line
+    # The article on the date searched (revision 0010): true, or null where the texts leave it undetermined
+    # (false only with include_repealed); its units that are not the law that day.
+    in_force: bool | None
+    in_force_from: dt.date | None
+    in_force_until: dt.date | None
+    in_force_note: str
+    units_not_in_force: list[dict]  # {unit, kind, from, until, note}
 
 
 class VersionRecord(TypedDict):
@@ -83,6 +91,26 @@ class DefinitionRecord(TypedDict):
     text: str
 
 
+class SourceRecord(TypedDict):
+    __pydantic_config__ = OPEN  # type: ignore[misc]
+    act: str | None  # the act that made the change or set the date (ELI id)
+    unit: str | None  # its unit: "art. 26 pkt 1 lit. a"
+
+
+# One entry of an article's timeline; functional form: "from" is a Python keyword, and the key JSON gives.
+TimelineRecord = TypedDict("TimelineRecord", {
+    "from": dt.date | None,  # from when (null: not given; undetermined where determined is false)
+    "until": dt.date | None,  # until when, not included (null: not given)
+    "kind": str,  # enters | added | wording | amended | renumbered | repealed | loses_force
+    "unit": str,  # "ust. 4", "§ 1 pkt 2"; "": the article
+    "source": SourceRecord,
+    "text": str,  # the provision or footnote it is read from
+    "determined": bool,  # false: the texts do not determine its date
+    "wording": int,  # the wording of the article it belongs to
+})
+TimelineRecord.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
+
+
 class ArticleRecord(TypedDict):
     __pydantic_config__ = OPEN  # type: ignore[misc]
     citation: str
@@ -102,6 +130,17 @@ class ArticleRecord(TypedDict):
     referenced_by: list[CitingRecord]  # the stored articles that cite it
     definitions: list[DefinitionRecord]  # the act's definitions whose terms it uses
     versions: list[VersionRecord]  # every stored text of the article's act, oldest first
+    # When it is the law (revision 0010; docs/results.md "Provision time"), on the date asked (as_of, else today):
+    in_force: bool | None  # null: the texts do not determine it (in_force_undetermined quotes why)
+    in_force_from: dt.date | None
+    in_force_until: dt.date | None  # the first day it no longer holds
+    in_force_undetermined: str | None
+    in_force_basis: str | None  # provisions | other_act | consolidated_text | footnote | record | undetermined
+    in_force_note: str  # the same as one Polish line
+    wording: int  # 0 printed once; 1 / 2 the wording in force and the one an amendment brings
+    wordings: list[dict]  # every wording of the article in the text: {wording, in_force_from, in_force_until, in_force}
+    timeline: list[TimelineRecord]
+    units_not_in_force: list[dict]  # {unit, kind, from, until, note}: units not the law on the date
 
 
 class ActRecord(TypedDict):
@@ -163,6 +202,9 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
         "sparse_rank": hit.sparse_rank, "best_similarity": hit.best_similarity, "named": hit.named,
         "chunk_id": hit.chunk_id, "text": hit.text, "currency": hit.currency,
         "currency_note": hit.currency["note"] if hit.currency else None,
+        "in_force": hit.in_force, "in_force_from": hit.in_force_from, "in_force_until": hit.in_force_until,
+        "in_force_note": in_force_note(as_of or dt.date.today(), hit.in_force_from, hit.in_force_until, None),
+        "units_not_in_force": hit.units_not_in_force or [],
     }
 
 
@@ -187,6 +229,14 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
         "references": context.get("references", []), "referenced_by": context.get("referenced_by", []),
         "definitions": context.get("definitions", []),
         "versions": [version_record(v) for v in context.get("versions", [])],
+        "in_force": found.get("in_force"), "in_force_from": found.get("in_force_from"),
+        "in_force_until": found.get("in_force_until"), "in_force_undetermined": found.get("in_force_undetermined"),
+        "in_force_basis": found.get("in_force_basis"),
+        "in_force_note": in_force_note(as_of or dt.date.today(), found.get("in_force_from"),
+                                       found.get("in_force_until"), found.get("in_force_undetermined"),
+                                       found["repealed"]),
+        "wording": found.get("wording", 0), "wordings": found.get("wordings", []),
+        "timeline": found.get("timeline", []), "units_not_in_force": found.get("units_not_in_force", []),
     }
 
 

@@ -4,7 +4,8 @@ article refers to, the act's definitions). Done before storage is called, so tha
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import datetime as dt
+from dataclasses import dataclass, field
 
 from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
 from pipeline.sources import chunk as chunking
@@ -12,8 +13,9 @@ from pipeline.sources import definitions as definitions_rules
 from pipeline.sources import references as references_rules
 from pipeline.sources.chunk import Chunk, Piece
 from pipeline.sources.definitions import Definition
-from pipeline.sources.parse.model import Article, ParsedAct
-from pipeline.sources.record import EliRecord
+from pipeline.sources.parse.model import Article, Footnote, ParsedAct
+from pipeline.core.dates import parse_date
+from pipeline.sources.record import EliRecord, consolidated_subject
 from pipeline.sources.references import Reference
 
 # Which rules read a text's legal context: a stored version read by other rules is read again.
@@ -52,6 +54,10 @@ class PreparedText:
     text_sha256: str  # of the parsed articles: the same wording gives the same hash, whatever the file
     articles: list[PreparedArticle]
     context: LegalContext
+    # What the text says of time that its articles' text does not keep (pipeline.storage.legal_time):
+    notes: list[Footnote] = field(default_factory=list)  # footnotes marked outside the articles
+    printed_date: dt.date | None = None  # the date the text prints: a Dz. U. PDF's masthead, an announcement's date
+    consolidated: bool = False  # a consolidated text, by its record or its own title (a local file's record may not say)
 
     @property
     def chunk_count(self) -> int:
@@ -71,8 +77,12 @@ def prepare(record: EliRecord, parsed: ParsedAct, *, source_sha256: str, max_cha
         chunks = chunking.chunk_article(a, title, max_chars=max_chars, overlap=overlap)
         articles.append(PreparedArticle(a, text_sha256(a.text), chunks,
                                         [chunking.chunk_pieces(c.embed_text, c.text) for c in chunks]))
+    announced = consolidated_subject(parsed.title) is not None  # "Obwieszczenie … jednolitego tekstu …"
+    printed = dt.date.fromisoformat(parsed.published) if parsed.published else \
+        parse_date(parsed.title) if announced else None
     return PreparedText(record, parsed.source_format, source_sha256, chunking.text_sha256(parsed.articles),
-                        articles, legal_context(parsed.articles, under.base_eli))
+                        articles, legal_context(parsed.articles, under.base_eli), list(parsed.notes), printed,
+                        under.is_consolidated_text or announced)
 
 
 def text_sha256(text: str) -> str:

@@ -7,7 +7,7 @@ import datetime as dt
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.storage import currency
+from pipeline.storage import currency, legal_time
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
@@ -89,30 +89,49 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     else:
         # The act's text in force on the date: among all versions of its base act.
         version_id = _version_as_of(conn, eli, as_of)
-    row = conn.cursor(row_factory=dict_row).execute(
+    rows = conn.cursor(row_factory=dict_row).execute(
         """
         SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no,
                v.valid_from,
                -- valid_to: the date a newer stored text of the same act takes over (NULL: none stored yet)
                (SELECT min(n.valid_from) FROM act_versions n
                 WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to,
-               v.version_id, v.base_eli  -- for what is read with it (its legal context)
+               v.version_id, v.base_eli,  -- for what is read with it (its legal context)
+               ar.article_id, ar.wording, t.in_force_from, t.in_force_until, t.undetermined AS in_force_undetermined,
+               t.basis AS in_force_basis,
+               CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %s) END AS in_force
         FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
+        LEFT JOIN article_times t USING (article_id)
         WHERE ar.version_id = %s AND ar.article = %s
-        ORDER BY ar.ordinal LIMIT 1
+        ORDER BY ar.ordinal
         """,
-        (version_id, number),
-    ).fetchone()
-    if not row:
+        (day := as_of or dt.date.today(), version_id, number),
+    ).fetchall()
+    if not rows:
         # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.
         alike = [r[0] for r in conn.execute(
             "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
             "AND article LIKE '%%^%%' ORDER BY ordinal", (version_id, number))]
         hint = f" (did you mean art. {' or art. '.join(alike)}?)" if alike else ""
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text{hint}")
+    row = in_force_wording(rows, day)
+    row["wordings"] = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
+                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
+    row["timeline"] = legal_time.timeline(conn, version_id, number)
+    row["units_not_in_force"] = legal_time.units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row
+
+
+def in_force_wording(rows: list[dict], day: dt.date) -> dict:
+    """Of an article's wordings (rows with in_force, in_force_from, in_force_until), the one that is the law
+    on ``day``; else one whose date is undetermined; else the next to come into force; else the last."""
+    return (next((r for r in rows if r["in_force"]), None)
+            or next((r for r in rows if r["in_force"] is None), None)
+            or min((r for r in rows if r["in_force_from"] and r["in_force_from"] > day),
+                   key=lambda r: r["in_force_from"], default=None)
+            or rows[-1])
 
 
 @read_only

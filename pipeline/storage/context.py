@@ -88,8 +88,9 @@ def references_of(conn: psycopg.Connection, version_id: int, article: str) -> li
         WHERE r.version_id = %s AND r.article = %s
         ORDER BY r.ordinal
         """, (version_id, article)).fetchall()
+    # Two wordings of an article (revision 0010) cite alike: each reference once, in the text's order.
     return [{"act": act, "article": target, "unit": unit, "text": words, "kind": kind, "stored": stored}
-            for act, target, unit, words, kind, stored in rows]
+            for act, target, unit, words, kind, stored in dict.fromkeys(rows)]
 
 
 @read_only

@@ -102,7 +102,8 @@ class Currency:
                           else "metadanych ELI nie sprawdzono (tekst z pliku)"))
         elif self.as_of is None:
             if amendments:
-                parts.append(f"później zmieniony {_acts(len(amendments))}: {', '.join(map(_amendment, amendments))}")
+                parts.append(f"później zmieniony {_acts(len(amendments))}: "
+                             f"{', '.join(_amendment(a, self.as_of) for a in amendments)}")
             elif not self.not_in_force:
                 parts.append("bez późniejszych zmian według metadanych ELI")
         else:
@@ -111,7 +112,7 @@ class Currency:
             # unpublished or not in force then. So: "dated up to", not "amended by".
             if amendments:
                 parts.append(f"akty zmieniające datowane do {self.as_of}: {len(amendments)} – "
-                             f"{', '.join(map(_amendment, amendments))}")
+                             f"{', '.join(_amendment(a, self.as_of) for a in amendments)}")
             else:
                 parts.append(f"brak aktów zmieniających datowanych do {self.as_of} według metadanych ELI")
             if later := len(self.amended_after or ()) - len(amendments):
@@ -125,7 +126,9 @@ class Currency:
         (the note's), and ``amended_after_total`` all of them."""
         d = asdict(self)
         amendments = self.amendments
-        d["amended_after"] = None if amendments is None else [asdict(a) for a in amendments]
+        d["amended_after"] = None if amendments is None else [
+            {**asdict(a), "in_force": None if a.in_force_from is None else a.in_force_from <= (self.as_of or dt.date.today())}
+            for a in amendments]
         d["amendments_after"] = None if amendments is None else len(amendments)
         d["amended_after_total"] = None if self.amended_after is None else len(self.amended_after)
         d["state"] = self.state
@@ -134,10 +137,19 @@ class Currency:
         return d
 
 
-def _amendment(a: Amendment) -> str:
-    if a.date is None:
-        return a.eli
-    return f"{a.eli} ({'z ' if a.date_of == DATED_BY_ACT else 'w życie od '}{a.date})"
+def _amendment(a: Amendment, day: dt.date | None = None) -> str:
+    """"DU/2026/473 (z 2026-03-11; wchodzi w życie 2026-07-08)": the act, its date, and whether its change
+    is in force on ``day`` (None: today) and from when, where that is known."""
+    day = day or dt.date.today()
+    dated = "" if a.date is None or a.date_of != DATED_BY_ACT else f"z {a.date}"
+    if a.in_force_from is not None:
+        when = f"{'obowiązuje od' if a.in_force_from <= day else 'wchodzi w życie'} {a.in_force_from}"
+    elif a.date is not None and a.date_of != DATED_BY_ACT:
+        when = f"w życie od {a.date}"
+    else:
+        when = ""
+    said = "; ".join(x for x in (dated, when) if x)
+    return f"{a.eli} ({said})" if said else a.eli
 
 
 def _acts(n: int) -> str:
@@ -153,10 +165,10 @@ def warning(currencies: Iterable[Currency]) -> str | None:
             last = max(amendments, key=lambda a: (a.date or dt.date.min))
             if c.as_of is None:
                 problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}) zmieniono później "
-                                f"{_acts(len(amendments))}, ostatnio {_amendment(last)}")
+                                f"{_acts(len(amendments))}, ostatnio {_amendment(last, c.as_of)}")
             else:
                 problems.append(f"{c.eli} (tekst według stanu na {c.text_as_of}): akty zmieniające datowane do "
-                                f"{c.as_of}: {len(amendments)}, ostatni {_amendment(last)}")
+                                f"{c.as_of}: {len(amendments)}, ostatni {_amendment(last, c.as_of)}")
             amended = True
         if c.not_in_force:
             problems.append(f"{c.eli} nie obowiązuje" + (f" od {c.expiration_date}" if c.expiration_date else ""))
@@ -189,13 +201,14 @@ def backfill(conn: psycopg.Connection) -> None:
 # --- stored columns -> Currency ---------------------------------------------------------------------
 
 _COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, change_date, checked_at, "
-            "amended_after, is_current, version_no, title")
+            "amendments_in_force, is_current, version_no, title")
 
 
 def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
     eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title = row
     amendments = None if amended is None else tuple(
-        Amendment(a["eli"], record_date(a.get("date")), a.get("date_of") or DATED_BY_ACT) for a in amended
+        Amendment(a["eli"], record_date(a.get("date")), a.get("date_of") or DATED_BY_ACT,
+                  record_date(a.get("in_force_from")), a.get("in_force_source")) for a in amended
     )
     return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
                     asked, title or None)

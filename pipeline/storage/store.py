@@ -21,7 +21,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.sources.chunk import Piece
 from pipeline.sources.prepare import PreparedArticle, PreparedText
 from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
-from pipeline.storage import context, currency
+from pipeline.storage import context, currency, legal_time
 from pipeline.storage.queue import enqueue_missing
 
 
@@ -150,7 +150,7 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
         version_id = insert_version(conn, eli, version_no, base, text.source_format, text.source_sha256,
                                     text.text_sha256, since, len(articles), text.chunk_count, changes)
         ids = copy_articles(conn, version_id, ((ordinal, p.article.number, p.article.heading_path,
-                                                p.article.repealed, p.article.text, p.text_sha256)
+                                                p.article.repealed, p.article.text, p.text_sha256, p.article.wording)
                                                for ordinal, p in enumerate(articles, start=1)))
         copy_chunks(conn, version_id, ((ids[ordinal], c.article, c.part, c.part_count, p.article.repealed, c.text,
                                         c.embed_text, c.content_sha256)
@@ -162,6 +162,10 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
                            for c, pieces in zip(p.chunks, p.pieces) for piece in pieces))
         # What each article refers to and the act's definitions (revision 0009), in the same transaction.
         context.write(conn, version_id, text.context)
+        # When each article is in force (revision 0010): what only the text says, then its time worked out.
+        legal_time.write_sources(conn, version_id, (p.article for p in articles), text.notes, text.printed_date, since,
+                                 text.consolidated)
+        legal_time.refresh(conn, version_id)
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
@@ -184,10 +188,10 @@ def insert_version(conn: psycopg.Connection, eli: str, version_no: int, base: st
 
 
 def copy_articles(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> dict[int, int]:
-    """COPY a version's articles given as (ordinal, article, heading_path, repealed, text, text_sha256);
+    """COPY a version's articles given as (ordinal, article, heading_path, repealed, text, text_sha256, wording);
     their article_id by ordinal."""
     with conn.cursor().copy(
-        "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256) FROM STDIN"
+        "COPY articles (version_id, ordinal, article, heading_path, repealed, text, text_sha256, wording) FROM STDIN"
     ) as copy:
         for row in rows:
             copy.write_row((version_id, *row))

@@ -131,3 +131,28 @@ def empty(url: str) -> str:
                                      "OR indexname LIKE 'sparse_hnsw_%'").fetchall():
             conn.execute(f'DROP INDEX "{index}"')
     return url
+
+
+def store_as_at(m, revision: str) -> None:
+    """Make pipeline.storage.store write only what the schema at ``revision`` holds, as the pipeline of
+    that revision did (``m``: a monkeypatch context): no chunk pieces before 0006, no legal context
+    before 0009, no provision time (nor articles.wording) before 0010."""
+    from pipeline.storage import store
+
+    if revision < "0006":
+        m.setattr(store, "copy_pieces", lambda conn, chunks: 0)
+    if revision < "0009":
+        m.setattr(store.context, "write", lambda *args: (0, 0))
+    if revision < "0010":
+        m.setattr(store.legal_time, "write_sources", lambda *args: None)
+        m.setattr(store.legal_time, "refresh", lambda *args: None)
+
+        def copy_articles(conn, version_id, rows):
+            with conn.cursor().copy("COPY articles (version_id, ordinal, article, heading_path, repealed, text, "
+                                    "text_sha256) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row((version_id, *row[:6]))
+            return dict(conn.execute("SELECT ordinal, article_id FROM articles WHERE version_id = %s",
+                                     (version_id,)).fetchall())
+
+        m.setattr(store, "copy_articles", copy_articles)

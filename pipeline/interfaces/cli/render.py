@@ -148,10 +148,44 @@ def article(found: dict) -> None:
         click.echo(" / ".join(found["heading_path"]))
     click.echo()
     click.echo(found["text"])
-    if found["currency"]:  # after the text: the head, headings and text keep their lines for scripts
-        click.echo()
+    # After the text: the head, headings and text keep their lines for scripts.
+    click.echo()
+    on = found["as_of"] or "dziś"
+    click.echo(f"W mocy ({on}): {found['in_force_note']}")
+    for u in found["units_not_in_force"]:
+        click.echo(f"  {u['note']}")
+    if len(found["wordings"]) > 1:
+        click.echo("Brzmienia: " + "; ".join(f"{w['wording']}: {_span(w['in_force_from'], w['in_force_until'])}"
+                                             for w in found["wordings"])
+                   + f" (pokazane: {found['wording']})")
+    if found["currency"]:
         click.echo(f"Aktualność: {found['currency']['note']}")
+    timeline(found["timeline"])
     legal_context(found)
+
+
+def _span(start: object, end: object) -> str:
+    """"2003-03-10 … 2024-11-09" for [start, end): the last day the end excludes is printed."""
+    import datetime as dt
+
+    last = end - dt.timedelta(days=1) if isinstance(end, dt.date) else None
+    return f"{start or '?'} … {last or ''}".rstrip(" …") if last or start else "?"
+
+
+def timeline(entries: list[dict]) -> None:
+    """When the article and its units came into force, their wordings and repeals, and by what act."""
+    if not entries:
+        return
+    click.echo()
+    click.echo("Timeline:")
+    several = len({e["wording"] for e in entries}) > 1
+    for e in entries:
+        when = _span(e["from"], e["until"]) if e["determined"] else "undetermined"
+        source = " ".join(x for x in (e["source"]["act"], e["source"]["unit"]) if x)
+        where = e["unit"] or "the article"
+        wording = f"[brzmienie {e['wording']}] " if several and e["wording"] else ""
+        click.echo(f"  {when:<25} {e['kind']:<12} {wording}{where}" + (f"  ← {source}" if source else "")
+                   + f"   {snippet(e['text'], 80)}")
 
 
 def legal_context(found: dict) -> None:
@@ -185,7 +219,10 @@ def legal_context(found: dict) -> None:
 
 def diff(result: dict) -> None:
     def side(s: dict) -> str:
-        return f"{s['act']} version {s['version_no']}, text as of {s['valid_from'] or 'an unknown date'}"
+        text = f"{s['act']} version {s['version_no']}, text as of {s['valid_from'] or 'an unknown date'}"
+        if s.get("wording"):  # one of two wordings the text prints, each with its dates
+            text += f", wording {s['wording']} ({_span(s['in_force_from'], s['in_force_until'])})"
+        return text
 
     click.echo(f"art. {result['article']} of {result['act']}: {side(result['from'])} -> {side(result['to'])}")
     if result["note"]:
@@ -213,6 +250,10 @@ def hits(found: Any) -> None:
             else "  sparse -"
         click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  {vector}  {text}{sparse}")
         click.echo(f"    {snippet(h.text)}")
+        if h.in_force is not True:  # undetermined (or, with --include-repealed, not in force) on the day
+            click.echo(f"    [{'nie obowiązuje' if h.in_force is False else 'data wejścia w życie nieokreślona'}]")
+        for u in h.units_not_in_force or []:
+            click.echo(f"    [{u['note']}]")
     for note in dict.fromkeys(h.currency["note"] for h in found.hits if h.currency):
         click.echo(f"Aktualność: {note}")
 

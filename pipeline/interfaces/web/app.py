@@ -33,7 +33,7 @@ from pipeline.core.limits import MAX_QUESTION_CHARS
 from pipeline.interfaces.listening import check_port
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
-from pipeline.interfaces.web.render import answer_html, badge, date_pl, highlight, units
+from pipeline.interfaces.web.render import answer_html, badge, date_pl, highlight, timeline_kind, units
 from pipeline.interfaces.web.security import SECURITY_HEADERS, is_loopback
 from pipeline.interfaces.web.urls import article_url, search_url
 from pipeline.service import Service
@@ -53,6 +53,7 @@ class Web:
         self.templates = Environment(loader=PackageLoader("pipeline.interfaces", "templates"), autoescape=True,
                                      trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(article_url=article_url, search_url=search_url, badge=badge,
+                                      timeline_kind=timeline_kind,
                                       highlight=highlight, date=date_pl, version=__version__,
                                       max_question=MAX_QUESTION_CHARS)
         self._acts: tuple[float, list[dict]] | None = None

@@ -61,12 +61,23 @@ def badge(currency: dict | None) -> dict:
     state = currency.get("state")
     if state == "amended":
         amended = currency.get("amended_after") or []
-        latest = max(amended, key=lambda a: str(a.get("date") or ""))["eli"]
+        latest = max(amended, key=lambda a: str(a.get("date") or ""))
         more = len(amended) - 1
-        return {"kind": "stale", "label": f"zmieniony później: {latest}" + (f" (i {more} wcześniej)" if more else ""),
+        since = latest.get("in_force_from")  # when its change takes effect, where that is known (revision 0010)
+        when = "" if not since else f" — {'obowiązuje od' if latest.get('in_force') else 'wchodzi w życie'} {since}"
+        return {"kind": "stale", "label": f"zmieniony później: {latest['eli']}{when}" + (f" (i {more} wcześniej)" if more else ""),
                 "note": note}
     kind, label = _BADGES.get(state, _BADGES["unknown"])
     return {"kind": kind, "label": label, "note": note}
+
+
+# The kinds of a timeline entry (docs/results.md), as the page names them.
+_TIMELINE_KINDS = {"enters": "wejście w życie", "added": "dodanie", "wording": "brzmienie", "amended": "zmiana",
+                   "renumbered": "zmiana oznaczenia", "repealed": "uchylenie", "loses_force": "utrata mocy"}
+
+
+def timeline_kind(kind: str) -> str:
+    return _TIMELINE_KINDS.get(kind, kind)
 
 
 def answer_html(segments: list[tuple[str, tuple[str, str] | None]], as_of: dt.date | None) -> Markup:

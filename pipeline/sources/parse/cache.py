@@ -26,7 +26,7 @@ except ImportError:  # not POSIX: no lock, concurrent parses of one text just re
     fcntl = None
 
 from pipeline.core.files import write_atomic
-from pipeline.sources.parse.model import Article, ParsedAct
+from pipeline.sources.parse.model import ParsedAct
 
 ENV = "PIPELINE_PARSE_CACHE"
 
@@ -71,7 +71,7 @@ def load(source_sha256: str, fmt: str) -> ParsedAct | None:
         return None
     try:
         raw = json.loads(_entry(directory, source_sha256, fmt).read_bytes())
-        return ParsedAct(**{**raw, "articles": [Article(**a) for a in raw["articles"]]})
+        return ParsedAct.from_dict(raw)
     except (OSError, ValueError, TypeError, KeyError):
         return None
 

@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
-from pipeline.sources.parse.articles import is_repealed, merge_versions
-from pipeline.sources.parse.model import Article, ParsedAct, ParseError
-from pipeline.core.numbering import LETTER, NUMBER, sort_key, split_range
+from pipeline.core import units
+from pipeline.core.numbering import LETTER, NUMBER, label_end, sort_key, split_range
+from pipeline.sources.parse.articles import is_repealed, split_wordings
+from pipeline.sources.parse.model import Article, Footnote, ParsedAct, ParseError, mark, take_marks
 
-# Rendering skips these subtrees: footnote markers/tooltips, the footnote list, scripts.
+# Rendering skips these subtrees: footnote markers/tooltips (a footnote is kept as a mark where it
+# stands, its text apart), the footnote list, scripts.
 _SKIP_CLASSES = frozenset({"gloss-link", "gloss-section", "tooltip-text"})
+_NOTE_NUMBER = re.compile(r"\d+")
 _SKIP_TAGS = frozenset({"script", "style", "head", "title", "button"})
 _BLOCK_TAGS = frozenset(
     {"div", "p", "ul", "ol", "li", "table", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "blockquote"}
@@ -45,7 +48,8 @@ def _classes(el: etree._Element) -> set[str]:
 class _Renderer:
     """Turns a subtree into lines: blocks start new lines, a unit's label stays on its first line."""
 
-    def __init__(self, find_articles: bool = False) -> None:
+    def __init__(self, find_articles: bool = False, notes: dict[int, str] | None = None) -> None:
+        self.notes = notes  # footnotes by number, kept as marks in the text (None: dropped)
         self.parts: list[str] = []
         self.glue = False  # the next block continues the current line (after a label such as "1.")
         self.stick = False  # the next text follows with no space (after an opening quote)
@@ -85,6 +89,9 @@ class _Renderer:
             return
         tag = tag.lower()
         cls = _classes(el)
+        if "gloss-link" in cls and self.notes is not None:
+            self.footnote(el)
+            return
         if tag in _SKIP_TAGS or cls & _SKIP_CLASSES:
             return
         if tag == "sup":
@@ -105,6 +112,25 @@ class _Renderer:
         else:
             self.children(el)
 
+    def footnote(self, el: etree._Element) -> None:
+        """A footnote's mark (``<a class="gloss-link"><sup>3)</sup><span class="tooltip-text">…``):
+        its number as a mark where it stands, its text kept by number."""
+        sup = el.find(".//sup")
+        number = _NOTE_NUMBER.search(inline_text(sup)) if sup is not None else None
+        if number is None:
+            return
+        tip = next((c for c in el.iter() if isinstance(c.tag, str) and "tooltip-text" in _classes(c)), None)
+        text = " ".join(" ".join(_Renderer().lines_of(tip)).split()) if tip is not None else ""
+        self.notes.setdefault(int(number.group(0)), text)  # type: ignore[union-attr]
+        glue, stick = self.glue, self.stick
+        self.attach(mark(number.group(0)))
+        self.glue, self.stick = glue, stick  # a mark is no text: a label's line goes on after it
+
+    def lines_of(self, el: etree._Element) -> list[str]:
+        """``el``'s own text (a footnote's tooltip) as lines."""
+        self.children(el)
+        return self.lines()
+
     def children(self, el: etree._Element) -> None:
         self.text(el.text)
         for child in el:
@@ -122,7 +148,7 @@ class _Renderer:
             return
         head, inner = _split_unit(el)
         self.block()
-        label = inline_text_of(head)
+        label = inline_text_of(head, self.notes)
         if label:
             if "with-title" in cls:  # "Rozdział 2 Tytuł" is a line of its own
                 self.text(label)
@@ -176,15 +202,16 @@ def _space_after_sup(tail: str) -> bool:
     return bool(m) and (len(m.group(0)) > 2 or m.group(0).lower() in _SHORT_WORDS)
 
 
-def inline_text(el: etree._Element) -> str:
-    """Text of a subtree on one line, footnotes dropped, superscripts as ``^``."""
-    r = _Renderer()
+def inline_text(el: etree._Element, notes: dict[int, str] | None = None) -> str:
+    """Text of a subtree on one line, superscripts as ``^``; footnotes dropped, or with ``notes`` kept as
+    marks (their texts in ``notes``)."""
+    r = _Renderer(notes=notes)
     r.children(el)
     return " ".join(" ".join(r.lines()).split())
 
 
-def inline_text_of(elements: list[etree._Element]) -> str:
-    return " ".join(t for t in (inline_text(e) for e in elements) if t)
+def inline_text_of(elements: list[etree._Element], notes: dict[int, str] | None = None) -> str:
+    return " ".join(t for t in (inline_text(e, notes) for e in elements) if t)
 
 
 def _split_unit(el: etree._Element) -> tuple[list[etree._Element], list[etree._Element]]:
@@ -258,8 +285,11 @@ def _choose(parts: list[_Part], doc_type: str, warnings: list[str]) -> list[etre
     return chosen.articles
 
 
-def _headings(el: etree._Element, cache: dict[etree._Element, str]) -> list[str]:
+def _headings(el: etree._Element, cache: dict[etree._Element, tuple[str, list[int]]],
+              notes: dict[int, str]) -> tuple[list[str], list[tuple[str, int]]]:
+    """The headings above an article, outermost first, and the footnotes marked in them (heading, number)."""
     path: list[str] = []
+    marked: list[tuple[str, int]] = []
     for anc in el.iterancestors():
         if anc.tag != "div":
             continue
@@ -267,16 +297,19 @@ def _headings(el: etree._Element, cache: dict[etree._Element, str]) -> list[str]
         if "unit" not in cls or "with-title" not in cls or "unit_arti" in cls:
             continue
         if anc not in cache:
-            cache[anc] = inline_text_of(_split_unit(anc)[0])
-        if cache[anc]:
-            path.append(cache[anc])
-    return path[::-1]
+            cache[anc] = take_marks(inline_text_of(_split_unit(anc)[0], notes))
+        heading, numbers = cache[anc]
+        if heading:
+            path.append(heading)
+            marked.extend((heading, n) for n in numbers)
+    return path[::-1], marked
 
 
-def _articles(el: etree._Element, heading_path: list[str], warnings: list[str]) -> list[Article]:
+def _articles(el: etree._Element, heading_path: list[str], warnings: list[str],
+              notes: dict[int, str]) -> list[Article]:
     head, inner = _split_unit(el)
-    label = inline_text_of(head)
-    r = _Renderer(find_articles=True)
+    label, on_label = take_marks(inline_text_of(head, notes))
+    r = _Renderer(find_articles=True, notes=notes)
     r.glue = True  # the body's first block continues the "Art. N." line
     for part in inner:
         r.children(part)
@@ -300,15 +333,29 @@ def _articles(el: etree._Element, heading_path: list[str], warnings: list[str]) 
             warnings.append(f"skipped an article unit with heading {piece_label!r} (id {el.get('id')!r})")
             continue
         number = "".join(m.group(1).split())
-        content = "\n".join(lines)
+        text, footnotes = _with_footnotes(f"Art. {number}." + (f" {chr(10).join(lines)}" if lines else ""), notes)
+        footnotes = [Footnote(n, notes.get(n, "")) for n in on_label] + footnotes
+        content = text[len(f"Art. {number}."):].strip()
         repealed = is_repealed(content)
         # "Art. 20-22. (uchylone)" stands for each of those articles
         numbers = split_range(number) or [number]
         result.extend(
-            Article(number=n, text=f"Art. {n}." + (f" {content}" if content else ""), heading_path=list(heading_path), repealed=repealed)
+            Article(number=n, text=f"Art. {n}." + (f" {content}" if content else ""), heading_path=list(heading_path),
+                    repealed=repealed, footnotes=list(footnotes))
             for n in numbers
         )
     return result
+
+
+def _with_footnotes(text: str, notes: dict[int, str]) -> tuple[str, list[Footnote]]:
+    """An article's text without its footnotes' marks, and the footnotes with the unit each mark stands in."""
+    raw = text.split("\n")
+    lines = [take_marks(line) for line in raw]
+    plain = [line for line, _ in lines]
+    where = units.paths(plain, label_end(plain[0]) if plain else 0)
+    found = [Footnote(n, notes.get(n, ""), unit, line=i)
+             for i, ((_, numbers), unit) in enumerate(zip(lines, where)) for n in numbers]
+    return "\n".join(plain), found
 
 
 def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings: list[str]) -> None:
@@ -364,18 +411,38 @@ def parse_html(data: bytes) -> ParsedAct:
         spans = {c: h1.find(f".//span[@class='{c}']") for c in ("head-type", "head-date", "head-title")}
         doc_type = inline_text(spans["head-type"]) if spans["head-type"] is not None else ""
         title = inline_text_of([s for s in spans.values() if s is not None]) or inline_text(h1) or None
-    units = _choose(_collect(root), doc_type, warnings)
-    cache: dict[etree._Element, str] = {}
+    chosen = _choose(_collect(root), doc_type, warnings)
+    cache: dict[etree._Element, tuple[str, list[int]]] = {}
+    notes: dict[int, str] = {}
     articles: list[Article] = []
     bookmarks: dict[int, str] = {}
-    for el in units:
-        found = _articles(el, _headings(el, cache), warnings)
+    for el in chosen:
+        heading_path, heading_marks = _headings(el, cache, notes)
+        found = _articles(el, heading_path, warnings, notes)
+        for article in found:  # a footnote of a chapter's heading is about each of its articles
+            article.footnotes[:0] = [Footnote(n, notes.get(n, ""), "", heading) for heading, n in heading_marks]
         m = _BOOKMARK_NUMBER.search(el.get("data-bookmark") or "")
         if m and len(found) == 1:
             bookmarks[id(found[0])] = m.group(1)
         articles.extend(found)
     _fix_mislabeled(articles, bookmarks, warnings)
-    articles = merge_versions(articles, warnings)
+    articles = split_wordings(articles, warnings)
     if not articles:
         raise ParseError("no articles found in the HTML document")
-    return ParsedAct(articles=articles, title=title, source_format="html", warnings=warnings)
+    return ParsedAct(articles=articles, title=title, source_format="html", warnings=warnings,
+                     notes=_notes_outside(root, notes, articles))
+
+
+def _notes_outside(root: etree._Element, notes: dict[int, str], articles: list[Article]) -> list[Footnote]:
+    """The footnotes of the document that no article's text marks (the title's, the announcement's)."""
+    inside = {f.number for a in articles for f in a.footnotes}
+    found = {}
+    for el in root.iter():
+        if isinstance(el.tag, str) and "gloss-link" in _classes(el):
+            sup = el.find(".//sup")
+            number = _NOTE_NUMBER.search(inline_text(sup)) if sup is not None else None
+            if number and int(number.group(0)) not in inside:
+                tip = next((c for c in el.iter() if isinstance(c.tag, str) and "tooltip-text" in _classes(c)), None)
+                found.setdefault(int(number.group(0)), " ".join(" ".join(_Renderer().lines_of(tip)).split())
+                                 if tip is not None else "")
+    return [Footnote(n, t) for n, t in sorted(found.items())]

@@ -2,7 +2,8 @@
 
 pypdf's visitor gives each text run with its font size and position; from that we
 rebuild lines, recover superscripts (the text layer reads "Art. 151^1." as
-"Art. 1511."), drop page furniture and footnotes, then split the act into
+"Art. 1511."), drop page furniture, set the footnotes (small print at a page's foot)
+apart from the text with the lines their marks stand on, then split the act into
 top-level articles.
 """
 from __future__ import annotations
@@ -19,10 +20,11 @@ from dataclasses import dataclass, field
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
-from pipeline.sources.parse.articles import is_repealed, merge_versions
-from pipeline.sources.parse.model import Article, ParsedAct, ParseError, looks_like_pdf
+from pipeline.sources.parse.articles import is_repealed, split_wordings
+from pipeline.core import dates
+from pipeline.sources.parse.model import Article, Footnote, ParsedAct, ParseError, looks_like_pdf
 from pipeline.core import units
-from pipeline.core.numbering import NUMBER, expand_range, is_canonical, split_range
+from pipeline.core.numbering import NUMBER, expand_range, is_canonical, label_end, split_range
 from pipeline.sources.parse.text import join_hyphenated, join_lines, normalize_spaces
 
 
@@ -56,6 +58,8 @@ _ANNEX = re.compile(r"^Załącznik(?:i)?(?: nr \d+)? do ustawy")
 # A paragraph starts with an article's label or a unit's (pipeline.core.units): "§ 2.", "2.", "3)", "a)", "–".
 _MARKER = re.compile(rf"^(?:Art\.|{units.LABEL})")
 _FOOTNOTE_MARK = re.compile(r"^\d+\)(?:,\s*\d+\))*,?$")
+_FOOTNOTE_START = re.compile(r"^(\d+)\)\s+(.*)$")  # a footnote's own line: "12) W brzmieniu ustalonym przez …"
+_MASTHEAD_DATE = re.compile(rf"^Warszawa, dnia\s+{dates.DATE}")
 
 
 @dataclass
@@ -77,6 +81,9 @@ class _Line:
     bold: bool
     page: int
     gap: float = 0.0  # distance from the previous line's baseline on the same page (0 = first)
+    marks: list[int] = field(default_factory=list)  # the footnotes whose marks stand on the line
+    raised_start: bool = False  # it opens with a raised number ("12)"): a footnote's own first line
+    label_marks: list[int] = field(default_factory=list)  # marks right after an article's label: the article's
 
 
 @dataclass
@@ -86,6 +93,9 @@ class _Block:
     number: str
     lines: list[str] = field(default_factory=list)
     heading_path: list[str] = field(default_factory=list)
+    marks: list[list[int]] = field(default_factory=list)  # per paragraph of ``lines``: its footnote marks
+    heading_marks: list[tuple[str, int]] = field(default_factory=list)  # (heading, number): a chapter's footnotes
+    label_marks: list[int] = field(default_factory=list)  # marks on the article's label: about the whole article
 
 
 def parse_pdf(data: bytes) -> ParsedAct:
@@ -105,9 +115,35 @@ def _parse_pdf(data: bytes) -> ParsedAct:
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise ParseError(f"cannot read PDF text: {exc}") from exc
     body = _body_size(raw_pages)
+    notes: dict[int, str] = {}
     for page_lines in raw_pages:
-        lines.extend(_drop_furniture(page_lines, body))
-    return _build_act(lines, pages, body)
+        kept, small_print = _drop_furniture(page_lines, body)
+        lines.extend(kept)
+        _read_footnotes(small_print, notes)
+    parsed = _build_act(lines, pages, body, notes)
+    parsed.published = _published(raw_pages[0] if raw_pages else [])
+    return parsed
+
+
+def _published(first_page: list[_Line]) -> str | None:
+    """The day of publication a Dziennik Ustaw PDF prints on its first page ("Warszawa, dnia 18 lutego
+    2026 r."), ISO; None for another kind of document."""
+    for line in first_page[:8]:
+        if (m := _MASTHEAD_DATE.match(line.text)) and (day := dates.date_of(m)):
+            return day.isoformat()
+    return None
+
+
+def _read_footnotes(small_print: list[_Line], notes: dict[int, str]) -> None:
+    """Footnotes from a page's small print: "12) W brzmieniu …" opens one, the lines after it go on."""
+    current: int | None = None
+    for line in small_print:
+        m = _FOOTNOTE_START.match(line.text) if line.raised_start else None
+        if m and (current is None or int(m.group(1)) != current):
+            current = int(m.group(1))
+            notes[current] = m.group(2)
+        elif current is not None:
+            notes[current] = join_lines([notes[current], line.text])
 
 
 def _open(data: bytes) -> PdfReader:
@@ -192,15 +228,26 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
     group = sorted(group, key=lambda t: t.x)
     parts: list[str] = []
     sup_run: list[str] = []
+    marks: list[int] = []
+    label_marks: list[int] = []
+    raised_start = False
 
     def flush_sup() -> None:
+        nonlocal raised_start
         sup = "".join(sup_run).strip()
         sup_run.clear()
         if not "".join(parts).strip():
             # A raised label opening a line is a footnote's own number (quoted in an amendment).
             parts.append(sup + " ")
-        elif not _FOOTNOTE_MARK.match(sup):
-            # Footnote markers ("1)", "2), 3)") are dropped along with the footnotes.
+            raised_start = True
+        elif _FOOTNOTE_MARK.match(sup):
+            # Footnote marks ("1)", "2), 3)") leave the text; the line keeps their numbers.
+            numbers = [int(n) for n in re.findall(r"\d+", sup)]
+            marks.extend(numbers)
+            before = normalize_spaces("".join(parts)).strip()
+            if label_end(before + " ") >= len(before):  # "Art. 96.¹⁾ 1. …": the article's, not ust. 1's
+                label_marks.extend(numbers)
+        else:
             # Some texts print the superscript in brackets ("479[88a]").
             parts.append("^" + sup.replace(" ", "").removeprefix("[").removesuffix("]"))
 
@@ -228,6 +275,9 @@ def _make_line(group: list[_Token], page: int) -> _Line | None:
         size=_dominant_size(group),
         bold=main[0].bold,
         page=page,
+        marks=marks,
+        raised_start=raised_start,
+        label_marks=label_marks,
     )
 
 
@@ -253,7 +303,8 @@ def _body_size(pages: list[list[_Line]]) -> float:
     return sizes.most_common(1)[0][0] if sizes else 10.0
 
 
-def _drop_furniture(lines: list[_Line], body: float) -> list[_Line]:
+def _drop_furniture(lines: list[_Line], body: float) -> tuple[list[_Line], list[_Line]]:
+    """The page's text without its running header and masthead, and its small print (the footnotes)."""
     kept = []
     for line in lines:
         if _HEADER.match(line.text):
@@ -266,16 +317,18 @@ def _drop_furniture(lines: list[_Line], body: float) -> list[_Line]:
         kept.append(line)
     # Footnotes: the block of small-print lines below the last body-size line.
     last_body = max((i for i, ln in enumerate(kept) if ln.size >= _FOOTNOTE_RATIO * body), default=-1)
+    small_print = [ln for i, ln in enumerate(kept) if i > last_body and ln.size < _FOOTNOTE_RATIO * body]
     kept = [ln for i, ln in enumerate(kept) if i <= last_body or ln.size >= _FOOTNOTE_RATIO * body]
     for previous, line in itertools.pairwise(kept):
         line.gap = previous.y - line.y
-    return kept
+    return kept, small_print
 
 
 # --- articles from lines --------------------------------------------------------
 
 
-def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
+def _build_act(lines: list[_Line], pages: int, body: float, notes: dict[int, str] | None = None) -> ParsedAct:
+    notes = notes if notes is not None else {}
     warnings: list[str] = []
     start = next((i for i, ln in enumerate(lines) if _ANNEX_OF_NOTICE.match(ln.text)), None)
     if start is not None:
@@ -292,8 +345,12 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
     depth = 0  # open „quotes”: articles inside quotes belong to an amendment
     paragraph_gap = _paragraph_gap(lines)
 
-    def add(number: str, first_line: str) -> None:
-        blocks.append(_Block(number, [first_line], [h for _, h in headings]))
+    heading_marks: dict[str, list[int]] = {}  # the footnotes marked in a heading (its label or title lines)
+
+    def add(number: str, first_line: str, line: _Line | None = None) -> None:
+        blocks.append(_Block(number, [first_line], [h for _, h in headings], [list(line.marks if line else [])],
+                             [(h, n) for _, h in headings for n in heading_marks.get(h, [])],
+                             list(line.label_marks if line else [])))
 
     for line in lines:
         text = line.text
@@ -312,6 +369,7 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
             level = _LEVELS[heading.group(1)]
             headings = [(lv, t) for lv, t in headings if lv < level]
             headings.append((level, text))
+            heading_marks[text] = list(line.marks)
             title_open = True
             for n in _repealed_unit_articles(text):
                 add(n, f"Art. {n}. (uchylony)")
@@ -322,6 +380,7 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
                 continue  # "(oznaczenie oraz tytuł rozdziału I – uchylone)": nothing to keep
             if line.bold or _UNIT_REPEALED.search(text):
                 # Title line(s) or a "(zawierający art. … – uchylony)" note under the heading label.
+                heading_marks[f"{headings[-1][1]} {text}"] = heading_marks.pop(headings[-1][1], []) + line.marks
                 headings[-1] = (headings[-1][0], f"{headings[-1][1]} {text}")
                 for n in gone:
                     add(n, f"Art. {n}. (uchylony)")
@@ -338,13 +397,13 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
             numbers = expand_range(first, last)
             if numbers:
                 for n in numbers:
-                    add(n, f"Art. {n}. {rest}".strip())
+                    add(n, f"Art. {n}. {rest}".strip(), line)
             else:
                 warnings.append(f"article range {first}–{last} kept as one article")
-                add(first, f"Art. {first}–{last}. {rest}".strip())
+                add(first, f"Art. {first}–{last}. {rest}".strip(), line)
         elif art:
             number = art.group(2)
-            add(number, f"Art. {number}. {text[art.end():]}".strip())
+            add(number, f"Art. {number}. {text[art.end():]}".strip(), line)
         elif blocks:
             _append(blocks[-1], line, paragraph_gap)
 
@@ -355,10 +414,22 @@ def _build_act(lines: list[_Line], pages: int, body: float) -> ParsedAct:
         text = join_hyphenated(block.lines)
         label = _ART.match(text) or _ART_RANGE.match(text)
         gone = bool(label and is_repealed(text[label.end():]))
-        result.append(Article(block.number, text, block.heading_path, gone))
+        result.append(Article(block.number, text, block.heading_path, gone, _footnotes(block, text, notes)))
     # Consolidated texts print an article twice when an amendment is pending: keep both in one.
-    result = merge_versions(result, warnings)
+    result = split_wordings(result, warnings)
     return ParsedAct(result, title=title, source_format="pdf", pages=pages, warnings=warnings)
+
+
+def _footnotes(block: _Block, text: str, notes: dict[int, str]) -> list[Footnote]:
+    """The footnotes of an article: its chapters' (marked in their headings), then its own, each with the
+    unit its mark stands in."""
+    lines = text.split("\n")
+    where = units.paths(lines, label_end(lines[0]) if lines else 0)
+    found = [Footnote(n, notes.get(n, ""), "", heading) for heading, n in block.heading_marks]
+    found += [Footnote(n, notes.get(n, ""), "" if i == 0 and n in block.label_marks else
+                       where[i] if i < len(where) else "", line=i)
+              for i, numbers in enumerate(block.marks) for n in numbers]
+    return found
 
 
 def _repealed_unit_articles(text: str) -> list[str]:
@@ -391,8 +462,10 @@ def _append(block: _Block, line: _Line, paragraph_gap: float) -> None:
     )
     if new_paragraph:
         block.lines.append(line.text)
+        block.marks.append(list(line.marks))
     else:
         block.lines[-1] = previous + "\n" + line.text  # joined later by join_hyphenated
+        block.marks[-1].extend(line.marks)
 
 
 def _title(lines: list[_Line]) -> str | None:
