@@ -26,6 +26,18 @@ def eli_dir() -> Path:
     return shared_dir() / "eli"
 
 
+def parsed_mirror_act(act: str):
+    """(format, ParsedAct) of a mirror act's text (HTML where it has one, else PDF)."""
+    from pipeline.sources.parse.read import parse_text
+
+    folder = eli_dir() / "acts" / act
+    for fmt in ("html", "pdf"):
+        path = folder / f"text.{fmt}"
+        if path.is_file() and path.stat().st_size:
+            return fmt, parse_text(path.read_bytes(), fmt)
+    raise SystemExit(f"{act}: no text in {eli_dir()}")
+
+
 def eval_dir() -> Path:
     """The evaluation questions (dev_questions.pl.jsonl, seed_questions.pl.jsonl)."""
     return shared_dir() / "eval"

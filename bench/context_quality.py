@@ -17,20 +17,14 @@ from __future__ import annotations
 import collections
 import json
 
-from bench.common import REPO, eli_dir, parser
+from bench.common import REPO, eli_dir, parsed_mirror_act, parser
 
 GOLD = REPO / "tests" / "data" / "context_gold.json"
 
 
 def _text_of(act: str):
-    from pipeline.sources.parse.read import parse_text
-
-    folder = eli_dir() / "acts" / act
-    for fmt in ("html", "pdf"):
-        path = folder / f"text.{fmt}"
-        if path.is_file() and path.stat().st_size:
-            return fmt, parse_text(path.read_bytes(), fmt).articles
-    raise SystemExit(f"{act}: no text in {eli_dir()}")
+    fmt, parsed = parsed_mirror_act(act)
+    return fmt, parsed.articles
 
 
 def _base(act: str) -> str:
