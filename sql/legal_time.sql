@@ -54,7 +54,7 @@ CREATE OR REPLACE VIEW article_timelines AS
 COMMENT ON VIEW article_timelines IS
     'The timeline of each article (each wording) of every stored text: when it and its units entered, their wordings, changes and repeals, by which act and unit.';
 COMMENT ON COLUMN article_timelines.kind IS
-    'enters (final provisions), added, wording, amended, renumbered, repealed, loses_force (footnotes); docs/results.md.';
+    'enters, applies (final provisions), added, wording, amended, renumbered, repealed, loses_force (footnotes); docs/results.md.';
 COMMENT ON COLUMN article_timelines.unit IS 'The unit: ''ust. 4'', ''§ 1 pkt 2'', ''ust. 2 zdanie drugie''; empty: the article.';
 COMMENT ON COLUMN article_timelines.from_date IS 'From when (NULL: not given, or undetermined when determined is false).';
 COMMENT ON COLUMN article_timelines.until_date IS 'Until when, not included (NULL: not given).';
@@ -70,7 +70,7 @@ CREATE OR REPLACE VIEW entry_rules AS
 COMMENT ON VIEW entry_rules IS
     'The "unit -> when" rules of each stored text''s final provisions, for its own act or another (act).';
 COMMENT ON COLUMN entry_rules.when_kind IS
-    'period (po upływie …), next_day, publication, date, other_act (the term another act sets), event, unknown.';
+    'period (po upływie …), next_day, publication, date, next_month, next_year, other_act (the term another act sets), event, unknown.';
 
 DO $$
 BEGIN

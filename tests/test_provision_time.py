@@ -325,3 +325,29 @@ def test_an_answer_is_told_which_units_are_not_the_law_on_the_day():
     answer = extractive_answer("Czy psycholog musi odbywać superwizję zawodową?", [fragment])
     assert "superwizję" not in answer.text.split("Uwaga:")[0]
     assert "Uwaga: [DU/2026/187, art. 17]: ust. 3 wchodzi w życie 2031-05-19." in answer.text
+
+
+def test_units_as_the_subject_and_calendar_terms():
+    """Final provisions that name units as their subject ("Art. 12 wchodzi w życie …", "Przepisy art. 1 stosuje
+    się od dnia …", "Rozdział 2 wchodzi w życie …"), calendar terms counted from publication, and a provision
+    that only applies others "odpowiednio" (no rule)."""
+    from pipeline.sources.parse.model import Article
+
+    last = Article("13", "Art. 13. 1. Ustawa wchodzi w życie po upływie 14 dni od dnia ogłoszenia.\n"
+                         "2. Art. 12 wchodzi w życie z dniem 1 stycznia 2027 r.\n"
+                         "3. Przepisy art. 1, w zakresie spraw wszczętych po dniu wejścia w życie ustawy, stosuje się "
+                         "od dnia 1 lipca 2027 r.\n"
+                         "4. Przepisy art. 1 stosuje się odpowiednio do spraw wszczętych.\n"
+                         "5. Rozdział 2 wchodzi w życie z pierwszym dniem miesiąca następującego po miesiącu ogłoszenia.\n"
+                         "6. Art. 5 wchodzi w życie z dniem 1 stycznia roku następującego po roku, w którym ustawa "
+                         "została ogłoszona.")
+    rules = provisions.read([Article("1", "Art. 1. A."), Article("5", "Art. 5. B."), Article("12", "Art. 12. C."), last])
+    published = D(2026, 12, 20)
+    assert [(r.target, r.verb, r.when.kind, r.when.on(published), bool(r.scope)) for r in rules] == [
+        ("the act", "enters", "period", D(2027, 1, 4), False),
+        ("art. 12", "enters", "date", D(2027, 1, 1), False),
+        ("art. 1", "applies", "date", D(2027, 7, 1), True),
+        ("rozdział 2", "enters", "next_month", D(2027, 1, 1), False),
+        ("art. 5", "enters", "next_year", D(2027, 1, 1), False)]
+    after_period = provisions.when("z pierwszym dniem miesiąca następującego po upływie 14 dni od dnia ogłoszenia")
+    assert after_period.on(D(2026, 12, 20)) == D(2027, 2, 1) and after_period.on(D(2026, 12, 10)) == D(2027, 1, 1)

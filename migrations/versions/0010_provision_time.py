@@ -53,7 +53,7 @@ CREATE TABLE provision_rules (
     scope          text,                      -- 'w zakresie art. 16a ust. 4 pkt 2c i 2d'
     verb           text NOT NULL CHECK (verb IN ('enters', 'applies')),
     when_kind      text NOT NULL CHECK (when_kind IN ('period', 'next_day', 'publication', 'date', 'other_act',
-                                                      'event', 'unknown')),
+                                                      'event', 'unknown', 'next_month', 'next_year')),
     when_text      text NOT NULL,             -- 'po upływie 14 dni od dnia ogłoszenia'
     when_date      date,                      -- when_kind 'date'
     clause         text NOT NULL,             -- the provision as printed

@@ -32,11 +32,11 @@ from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 1; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change
+EXTRACTOR = f"time 2; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
-ENTERS, WORDING, REPEALED, LOSES_FORCE = "enters", "wording", "repealed", "loses_force"
-KINDS = (ENTERS, notes.ADDED, WORDING, notes.AMENDED, notes.RENUMBERED, REPEALED, LOSES_FORCE)
+ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"
+KINDS = (ENTERS, APPLIES, notes.ADDED, WORDING, notes.AMENDED, notes.RENUMBERED, REPEALED, LOSES_FORCE)
 
 # How an article's ``in_force_from`` was found.
 BY_PROVISIONS, BY_OTHER_ACT, BY_CONSOLIDATED, BY_FOOTNOTE, BY_RECORD, UNDETERMINED = (
@@ -194,7 +194,8 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
             unit = f"{rule.unit} ({rule.scope})".strip() if rule.scope else rule.unit
             if (unit, day) not in seen:
                 seen.add((unit, day))
-                events.append(Event(ENTERS, unit, day, None, rule.clause, source or facts.act or None,
+                events.append(Event(APPLIES if rule.verb == "applies" else ENTERS, unit, day, None, rule.clause,
+                                    source or facts.act or None,
                                     f"art. {rule.source_article}" if rule.source_article else None, day is not None))
     if whole is not None and unreadable is not None and whole[0].article is None and whole[0].chapter is None:
         # The article may be among the units of an exception that could not be read: not dated by the main rule.
@@ -206,7 +207,8 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
             time = ArticleTime(facts.text_date, basis=BY_CONSOLIDATED)
         else:
             time = ArticleTime(day, None, None if day else rule.clause, basis if day else UNDETERMINED)
-            events.insert(0, Event(ENTERS, "", day, None, rule.clause, source or facts.act or None,
+            events.insert(0, Event(APPLIES if rule.verb == "applies" else ENTERS, "", day, None, rule.clause,
+                                   source or facts.act or None,
                                    f"art. {rule.source_article}" if rule.source_article else None, day is not None))
     elif facts.consolidated:
         time = ArticleTime(facts.text_date, basis=BY_CONSOLIDATED)
@@ -290,7 +292,7 @@ def not_in_force(events: Iterable[Event], day: dt.date) -> list[Event]:
     for e in events:
         if not e.unit:
             continue
-        if e.kind in (ENTERS, notes.ADDED) and (not e.determined or (e.start is not None and e.start > day)):
+        if e.kind in (ENTERS, APPLIES, notes.ADDED) and (not e.determined or (e.start is not None and e.start > day)):
             out.append(e)
         elif e.kind in (WORDING, notes.AMENDED) and e.start is not None and e.start > day:
             out.append(e)
@@ -325,8 +327,10 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
 def unit_note(event: Event, day: dt.date) -> str:
     """Why a unit of an article is not the law on ``day`` (one of :func:`not_in_force`)."""
     unit = event.unit or "artykuł"
-    if event.kind in (ENTERS, notes.ADDED) and not event.determined:
+    if event.kind in (ENTERS, APPLIES, notes.ADDED) and not event.determined:
         return f"{unit}: data wejścia w życie nieokreślona w tekstach („{event.text}”)"
+    if event.kind == APPLIES and event.start is not None and event.start > day:
+        return f"{unit} stosuje się od {event.start}"
     if event.kind in (ENTERS, notes.ADDED) and event.start is not None and event.start > day:
         return f"{unit} wchodzi w życie {event.start}"
     if event.kind in (WORDING, notes.AMENDED) and event.start is not None and event.start > day:

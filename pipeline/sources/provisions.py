@@ -23,11 +23,16 @@ from pipeline.core.dates import Period
 from pipeline.sources.parse.model import Article
 from pipeline.sources.references import cited_act, cited_units
 
-EXTRACTOR = "provisions 1"  # bump when the rules change: stored texts are read again
+EXTRACTOR = "provisions 2"  # bump when the rules change: stored texts are read again
 
 # The kinds of "when".
 PERIOD, NEXT_DAY, PUBLICATION, DATE, OTHER_ACT, EVENT, UNKNOWN = (
     "period", "next_day", "publication", "date", "other_act", "event", "unknown")
+# Counted from publication to a calendar day: "z pierwszym dniem miesiąca następującego po miesiącu
+# ogłoszenia" (or after a period: "… po upływie 14 dni od dnia ogłoszenia"), "z dniem 1 stycznia roku
+# następującego po roku, w którym ustawa została ogłoszona".
+NEXT_MONTH, NEXT_YEAR = "next_month", "next_year"
+KINDS = (PERIOD, NEXT_DAY, PUBLICATION, DATE, OTHER_ACT, EVENT, UNKNOWN, NEXT_MONTH, NEXT_YEAR)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class When:
     date: dt.date | None = None
     act: str | None = None  # OTHER_ACT: the act whose provisions set the term (ELI id, where cited)
     act_title: str | None = None
+    day_month: tuple[int, int] | None = None  # NEXT_YEAR: the day and month of the year after publication
 
     def on(self, published: dt.date | None) -> dt.date | None:
         """The day it names, given the act's publication date; None where the text does not determine it."""
@@ -53,6 +59,15 @@ class When:
             return published + dt.timedelta(days=1)
         if self.kind == PUBLICATION:
             return published
+        if self.kind == NEXT_MONTH:
+            # The first day of the month after publication, or after the last day of the period.
+            last = self.period.end(published) if self.period is not None else published
+            return dt.date(last.year + last.month // 12, last.month % 12 + 1, 1)
+        if self.kind == NEXT_YEAR and self.day_month is not None:
+            try:
+                return dt.date(published.year + 1, self.day_month[1], self.day_month[0])
+            except ValueError:
+                return None
         return None
 
 
@@ -92,11 +107,27 @@ _SUBJECT = re.compile(
     r"^(?P<subject>(?:Niniejsza\s+)?(?:Ustawa|Kodeks|Rozporządzenie|Dekret|Obwieszczenie)"
     r"(?P<named>\s+z\s+dnia\s+.+?(?:\(\s*Dz\.\s*U\.[^)]*\)|(?=\s+wchodz)))?)"
     rf"\s+{_ENTERS}\s+(?P<rest>.+)$", re.DOTALL)
+# A provision whose subject is units of the act: "Art. 12 i art. 15 wchodzą w życie …", "Przepisy art. 3–5
+# oraz rozdziału 4 stosuje się od dnia …", "Rozdział 3 wchodzi w życie …".
+_UNITS_SUBJECT = re.compile(
+    r"^(?P<units>(?:Przepis\w*\s+)?(?:art\.|rozdzia\w*|dzia\w*|oddzia\w*)\s*\S.*?)"
+    rf"\s+(?:{_ENTERS}|(?P<applies>stosuje\s+się))\s+(?P<when>(?:z\s+dniem|od\s+dnia|po\s+upływie|w\s+terminie|z\s+pierwszym).+)$",
+    re.IGNORECASE | re.DOTALL)
 _WHEN_PERIOD = re.compile(rf"^po\s+upływie\s+(?P<period>{dates.PERIOD})\s+od\s+dnia\s+(?:jej\s+|jego\s+)?ogłoszenia",
                           re.IGNORECASE)
 _WHEN_NEXT_DAY = re.compile(r"^z\s+dniem\s+następującym\s+po\s+dniu\s+(?:jej\s+|jego\s+)?ogłoszenia", re.IGNORECASE)
 _WHEN_PUBLICATION = re.compile(r"^z\s+dniem\s+(?:jej\s+|jego\s+)?ogłoszenia(?:\s+ustawy)?", re.IGNORECASE)
-_WHEN_DATE = re.compile(rf"^z\s+dniem\s+{dates.DATE}", re.IGNORECASE)
+_WHEN_DATE = re.compile(rf"^(?:z\s+dniem|od\s+dnia)\s+{dates.DATE}", re.IGNORECASE)
+_WHEN_NEXT_MONTH = re.compile(
+    r"^z\s+(?:pierwszym\s+dniem|dniem\s+1(?:\.|-go)?)\s+miesiąca\s+następującego\s+po\s+(?:"
+    rf"upływie\s+(?P<period>{dates.PERIOD})\s+od\s+dnia\s+(?:jej\s+|jego\s+)?ogłoszenia"
+    r"|miesiącu,?\s+w\s+którym\s+(?:upłynął\s+(?P<period2>" + dates.PERIOD + r")\s+od\s+dnia\s+)?"
+    r"(?:(?:jej|jego)\s+)?(?:ustaw\w+\s+|rozporządzeni\w+\s+)?(?:został\w*\s+ogłoszon\w+|ogłoszenia)"
+    r"|miesiącu\s+(?:jej\s+|jego\s+)?ogłoszenia)", re.IGNORECASE)
+_WHEN_NEXT_YEAR = re.compile(
+    rf"^z\s+dniem\s+(?P<day>\d{{1,2}})\s+(?P<month>{dates.MONTH})\s+roku\s+następującego\s+po\s+roku,?\s+"
+    r"(?:w\s+którym\s+(?:ustaw\w+\s+|rozporządzeni\w+\s+)?(?:został\w*\s+ogłoszon\w+)|(?:jej\s+|jego\s+)?ogłoszenia)",
+    re.IGNORECASE)
 _WHEN_OTHER_ACT = re.compile(r"^w\s+terminie\s+(?:i\s+na\s+zasadach\s+)?określon\w+\s+(?:w\s+)?(?P<act>.+)", re.IGNORECASE)
 _WHEN_ENTRY_OF = re.compile(r"^z\s+dniem\s+wejścia\s+w\s+życie\s+(?P<act>.+)", re.IGNORECASE)
 _EXCEPT = re.compile(r",?\s*z\s+wyjątkiem\s*:?\s*", re.IGNORECASE)
@@ -121,6 +152,11 @@ def when(text: str) -> When:
         return When(PERIOD, text, period=Period.parse(m.group("period")))
     if _WHEN_NEXT_DAY.match(text):
         return When(NEXT_DAY, text)
+    if m := _WHEN_NEXT_MONTH.match(text):
+        period = m.group("period") or m.group("period2")
+        return When(NEXT_MONTH, text, period=Period.parse(period) if period else None)
+    if m := _WHEN_NEXT_YEAR.match(text):
+        return When(NEXT_YEAR, text, day_month=(int(m.group("day")), dates.MONTHS.index(m.group("month").lower()) + 1))
     if m := _WHEN_DATE.match(text):
         return When(DATE, text, date=dates.date_of(m))
     if _WHEN_PUBLICATION.match(text):
@@ -193,15 +229,34 @@ def read(articles: list[Article]) -> list[Rule]:
         if article.repealed:
             continue
         for unit, sentence in _sentences(article):
-            m = _SUBJECT.match(sentence.strip())
-            if not m:
-                continue
             clause = " ".join(sentence.split())
-            if clause in seen:
+            m = _SUBJECT.match(clause)
+            if m is None and (u := _UNITS_SUBJECT.match(clause)) is not None:
+                rules.extend(_units_rules(u, clause, article.number, known))
+                continue
+            if not m or clause in seen:
                 continue
             seen.add(clause)
             rules.extend(_rules(m, clause, article.number, known))
     return rules
+
+
+def _units_rules(m: re.Match, clause: str, source: str, known: list[str]) -> list[Rule]:
+    """The rules of a provision whose subject is units ("Art. 12 wchodzi w życie z dniem …"). A provision
+    that names no date form (one that applies other provisions "odpowiednio", say) is no rule."""
+    said = when(m.group("when"))
+    if said.kind in (UNKNOWN, EVENT) and m.group("applies"):
+        return []
+    verb = "applies" if m.group("applies") else "enters"
+    listed = m.group("units")
+    # "Przepisy art. 4, art. 17–19 …, w zakresie w jakim dotyczą umowy …, stosuje się od …": the scope after
+    # the list is said of every unit in it.
+    common = re.search(r",\s*(?P<scope>w\s+zakresie\b.*?),?\s*$", listed, re.IGNORECASE)
+    if common:
+        listed = listed[:common.start()]
+    return [Rule(said, clause, source, article=article, unit=unit, chapter=chapter,
+                 scope=" ".join(common.group("scope").split()) if common else scope, verb=verb)
+            for article, unit, chapter, scope in _targets(listed, known)]
 
 
 def read_clause(text: str, source_article: str = "", known: list[str] | None = None) -> list[Rule]:
