@@ -216,7 +216,7 @@ def test_an_event_leaves_the_unit_undetermined_with_the_clause(conn):
     require_mirror()
     store_mirror_act(conn, "DU/2002/1204")
     (entry,) = [e for e in _events(conn, "DU/2002/1204", "5") if e[2] == "ust. 5"]
-    assert entry[1] == "enters" and entry[3] is None and entry[5] is False
+    assert entry[1] == "applies" and entry[3] is None and entry[5] is False  # "… który stosuje się od dnia …"
     why = conn.execute("SELECT text FROM article_timelines WHERE eli = 'DU/2002/1204' AND article = '5' "
                        "AND unit = 'ust. 5'").fetchone()[0]
     assert "członkostwa w Unii Europejskiej" in why
