@@ -41,7 +41,12 @@ CREATE OR REPLACE VIEW act_currency AS
             FROM jsonb_array_elements(a.amended_after) WITH ORDINALITY x(e, n)
             LEFT JOIN LATERAL amendment_in_force(e, a.base_eli, a.eli) f ON true
             WHERE a.amended_after IS NOT NULL
-            HAVING a.amended_after IS NOT NULL) AS amendments_in_force
+            HAVING a.amended_after IS NOT NULL) AS amendments_in_force,
+           -- The act's own date ("ustawy z dnia 26 czerwca 1974 r."): as its latest text's title names it, or
+           -- a base act's record (a consolidated text's record gives the announcement's date, not the act's).
+           coalesce((SELECT t.act_date FROM act_versions w JOIN version_times t USING (version_id)
+                     WHERE w.eli = a.eli ORDER BY w.version_no DESC LIMIT 1),
+                    CASE WHEN a.eli = a.base_eli THEN a.announcement_date END) AS act_date
     FROM acts a
     LEFT JOIN LATERAL (
         SELECT version_no, valid_from FROM act_versions
@@ -54,6 +59,7 @@ COMMENT ON COLUMN act_currency.text_as_of IS 'The valid_from of the act''s lates
 COMMENT ON COLUMN act_currency.amended_after IS
     'Amending acts the API lists after the stored text: jsonb [{eli, date, date_of}] (NULL: the record says nothing).';
 COMMENT ON COLUMN act_currency.amendments_after IS 'How many amended_after lists.';
+COMMENT ON COLUMN act_currency.act_date IS 'The act''s own date ("z dnia …"), where its text or record names it.';
 COMMENT ON COLUMN act_currency.amendments_in_force IS
     'amended_after, each with in_force_from (when its change takes effect; NULL: not known) and in_force_source (amending_text, amending_record, base_record, record).';
 COMMENT ON COLUMN act_currency.is_current IS 'Whether this act holds its base act''s current text (versions_as_of(NULL)).';

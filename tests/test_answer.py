@@ -319,7 +319,8 @@ def test_extractive_answer_quotes_the_wording_in_force_and_says_a_later_one_exis
     answer = extractive_answer("Jaka kara grozi za niezamówioną informację handlową?",
                                [Fragment(act="DU/2024/1513", article="24", text=text)])
     lines = answer.text.splitlines()
-    assert lines[2] == "- 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny. [DU/2024/1513, art. 24]"
+    assert lines[2] == ("- 1. Kto przesyła niezamówioną informację handlową, podlega karze grzywny. "
+                        "[DU/2024/1513, art. 24 ust. 1]")  # the unit the sentence stands in
     assert lines[-1].startswith("Uwaga: [DU/2024/1513, art. 24] ma w tekście jednolitym dwa brzmienia; zacytowano "
                                 "pierwsze, obowiązujące w dniu, według którego sporządzono tekst jednolity")
     assert "obecne" not in lines[-1]  # with --as-of, or after the amendment, the later one may apply
@@ -336,7 +337,7 @@ def test_extractive_answer_quotes_a_paragraph_in_its_wording_in_force():
             "wypowiedzieć umowy o pracę.\n§ 3. Umowa na okres próbny ulega przedłużeniu do dnia porodu.")
     answer = extractive_answer("Czy pracodawca może wypowiedzieć umowę w okresie ciąży?",
                                [Fragment(act="DU/2025/277", article="177", text=text)])
-    assert "- § 1. W okresie ciąży pracodawca nie może wypowiedzieć umowy o pracę. [DU/2025/277, art. 177]" in answer.text
+    assert "- § 1. W okresie ciąży pracodawca nie może wypowiedzieć umowy o pracę. [DU/2025/277, art. 177 § 1]" in answer.text
     assert "uzupełniającego" not in answer.text and "dwa brzmienia tego paragrafu" not in answer.text
     assert answer.text.splitlines()[-1].startswith("Uwaga: [DU/2025/277, art. 177] ma w tekście jednolitym dwa brzmienia")
 
@@ -347,7 +348,7 @@ def test_extractive_answer_picks_the_matching_point():
     assert lines[0] == EXTRACTIVE_NOTE
     assert lines[2] == (
         "- § 1. Wymiar urlopu wynosi: … 2) 26 dni – jeżeli pracownik jest zatrudniony co najmniej 10 lat. "
-        "[DU/2025/277, art. 154]"
+        "[DU/2025/277, art. 154 § 1 pkt 2]"  # the unit of the quoted point
     )
     assert len(lines) == 2 + 3
     assert answer.model is None and answer.cost_usd is None and answer.refused is False
@@ -377,3 +378,15 @@ def test_refusal_asks_no_model():
     answer = refusal(FRAGMENTS)
     assert answer.text == NOT_FOUND and answer.refused is True and answer.model is None
     assert extractive_answer(QUESTION, []).refused is True
+
+
+def test_a_unit_cited_that_the_article_does_not_have_is_said():
+    from pipeline.answering.citations import answer_warnings, unit_citations
+    from pipeline.answering.fragments import Answer
+
+    text = "Urlop wynosi 26 dni [DU/2025/277, art. 154 § 1 pkt 2], nie mniej [DU/2025/277, art. 154 § 7]."
+    assert unit_citations(text) == [(KP, "154", "§ 1 pkt 2"), (KP, "154", "§ 7")]
+    answer = Answer(text, FRAGMENTS, "test-model", citations=[(KP, "154")])
+    assert [w for w in answer_warnings(answer) if "jednostki" in w] == [
+        "Uwaga: odpowiedź cytuje jednostki, których nie ma w podanych artykułach: [DU/2025/277, art. 154 § 7]"]
+

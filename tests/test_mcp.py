@@ -116,6 +116,8 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
                                                                      "article": top["article"]})).structured_content
             out["dated"] = (await client.call_tool("get_article", {"act": KP, "article": "184", "as_of": "2025-03-01"}
                                                    )).structured_content
+            out["checked"] = (await client.call_tool("check_citations", {
+                "text": "Zgodnie z art. 154 § 1 pkt 2 k.p. i art. 350 k.p. urlop przysługuje."})).structured_content
             pages, offset = [], 0
             while offset is not None:
                 page = (await client.call_tool("get_article", {"act": KP, "article": "151^1", "max_chars": 300,
@@ -129,7 +131,8 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
 
     out = anyio.run(session)
     # Without an answer model the answer tool is not offered.
-    assert set(out["tools"]) == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions"}
+    assert set(out["tools"]) == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions",
+                                 "check_citations"}
     for tool in out["tools"].values():
         assert tool.output_schema and tool.description
     # find_acts: the API through the stand-in (the Labour Code under its base act, stored), and the database.
@@ -190,6 +193,13 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
     assert (dated["in_force"], dated["wording"], dated["in_force_until"]) == (True, 1, "2025-03-19")
     assert {"from", "until", "kind", "unit", "source", "text"} <= set(dated["timeline"][0])
     assert any(e["kind"] == "wording" and e["from"] == "2025-03-19" for e in dated["timeline"])
+
+    # Citations checked against the stored texts: one that exists, one past the code's last article.
+    checked = out["checked"]
+    assert [(c["article"], c["unit"], c["status"]) for c in checked["citations"]] == [
+        ("154", "§ 1 pkt 2", "ok"), ("350", "", "not_found")]
+    assert checked["ok"] is False and checked["counts"] == {"ok": 1, "not_found": 1}
+    assert checked["citations"][0]["text"] == KP and len(checked["citations"][0]["sha256"]) == 64
 
     long = show(mcp_url, KP, "151^1")
     assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]
@@ -369,7 +379,8 @@ def test_http_transport_with_the_answer_tool(mcp_url, ollama):
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    assert out["tools"] == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions", "answer"}
+    assert out["tools"] == {"search_law", "get_article", "list_acts", "find_acts", "compare_versions", "answer",
+                            "check_citations"}
     assert not out["article"].is_error and out["article"].structured_content["article"] == "154"
     assert out["answered_first"] is False
     answer = out["answer"].structured_content

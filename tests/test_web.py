@@ -222,6 +222,27 @@ def test_an_article_on_two_dates_shows_the_wording_in_force_and_its_timeline_in_
     _screenshot(browser, "web-article-timeline.png", 1280)
 
 
+def test_a_pasted_letter_gets_its_citations_marked_in_a_browser(site, browser):
+    """"Sprawdź cytowania": a letter pasted in, each citation marked by its status, the list beside it."""
+    from selenium.webdriver.common.by import By
+
+    letter = ("Szanowni Państwo,\n\nzgodnie z art. 154 § 1 pkt 2 k.p. przysługuje mi 26 dni urlopu, a art. 350 k.p. "
+              "nic tu nie zmienia. Pracodawca powołuje się na art. 177 § 7 k.p. oraz na art. 5 k.p.k.; ustawa o prawach "
+              "pacjenta w art. 9 ust. 2 daje mi prawo do informacji.\n\nZ poważaniem")
+    browser.get(site.base + "/check")
+    browser.find_element(By.ID, "text").send_keys(letter)
+    browser.find_element(By.CSS_SELECTOR, "form.check button").click()
+    rows = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "table.citations tbody tr"))
+    assert [r.get_attribute("class") for r in rows] == ["ok", "not_found", "not_found", "act_not_stored", "ok"]
+    marks = browser.find_elements(By.CSS_SELECTOR, ".marked mark.cite")
+    assert [m.text for m in marks][:2] == ["art. 154 § 1 pkt 2 k.p.", "art. 350 k.p."]
+    assert "nie ma takiego przepisu" in marks[1].get_attribute("title")
+    assert "?text=" not in browser.current_url  # the letter went in the request's body, not the URL
+    _screenshot(browser, "web-check.png", 1280)
+    r = httpx.post(site.base + "/check", data={"text": "x" * 200_001}, timeout=30)
+    assert r.status_code in (400, 413) and "za długi" in r.text or "znaków" in r.text
+
+
 def test_hostile_act_text_and_questions_stay_text_in_a_browser(site, browser):
     from selenium.webdriver.common.by import By
 
@@ -276,7 +297,7 @@ def test_without_javascript_the_answer_and_refusal_are_pages(site):
 def test_article_numbers_with_superscripts_have_their_url(site):
     for path in ("/acts/DU/2025/277/art/151%5E1", "/acts/DU/2025/277/art/151%C2%B9"):
         r = httpx.get(site.base + path, timeout=30)
-        assert r.status_code == 200 and "Art. 151^1" in r.text, path
+        assert r.status_code == 200 and "Art. 151¹" in r.text, path  # as a Polish reader writes it; the URL keeps ^
     assert httpx.get(site.base + "/acts/DU/2025/277", timeout=30).text.count('href="/acts/DU/2025/277/art/') > 100
 
 

@@ -66,6 +66,7 @@ CREATE TABLE version_times (
     version_id    bigint PRIMARY KEY REFERENCES act_versions (version_id) ON DELETE CASCADE,
     printed_date  date,                       -- the date the text prints (a Dz. U. PDF's masthead; an announcement's date)
     consolidated  boolean,                    -- the text is a consolidated text (by its record or its own title)
+    act_date      date,                       -- the act's own date as its text names it ("USTAWA z dnia 26 czerwca 1974 r.")
     footnotes     boolean NOT NULL,           -- false: stored before revision 0010, its footnotes not read
     published     date,                       -- the act's publication the rules were counted from
     states_from   date,                       -- the earliest day an article is in force (NULL: not determined)

@@ -154,6 +154,21 @@ def extractive_answer(question: str, fragments: list[Fragment], max_sentences: i
     return _answer(defined + chosen, fragments_all)
 
 
+def _cited_unit(quoted: str) -> str:
+    """The unit a quoted sentence stands in, as cited ("§ 1 pkt 2"), from its label and its list's lead-in
+    ("§ 1. Wymiar urlopu wynosi: … 2) 26 dni"); "" when it opens with no label (the article's own text)."""
+    path: list[str] = []
+    for part in quoted.split(" … ", 1):
+        found = units.label(part.strip())
+        if found is None:
+            continue
+        if found.kind in (units.PARAGRAPH, units.SECTION):
+            path = [found.cited]
+        else:
+            path.append(found.cited)
+    return " ".join(path)
+
+
 def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> Answer:
     """The quoted units, each with its citation, under the note; a line for each article quoted in the
     first of two wordings."""
@@ -163,7 +178,8 @@ def _answer(chosen: list[tuple[str, Fragment]], fragments: list[Fragment]) -> An
     for unit, fragment in chosen:
         if fragment.role == "definition":  # said as one, with where it is defined
             unit = f"Definicja ({' '.join(filter(None, ('art. ' + fragment.article, fragment.unit)))}): {unit}"
-        lines.append(f"- {unit} {cite(fragment.act, fragment.article)}")
+        cited = _cited_unit(unit) if fragment.role != "definition" else fragment.unit
+        lines.append(f"- {unit} {cite(fragment.act, fragment.article, cited)}")
         if (fragment.act, fragment.article) not in citations:
             citations.append((fragment.act, fragment.article))
             if TWO_WORDINGS in fragment.text or TWO_PARAGRAPH_WORDINGS in fragment.text:

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import re
 
-# (abbreviation or name as a pattern, base act). The name in any case ending: "Kodeksu pracy".
+# (abbreviation or name as a pattern, base act), the longer name first where one begins another. The name in
+# any case ending: "Kodeksu pracy".
 CODES: tuple[tuple[str, str], ...] = (
     (r"kp|kodeks\w*\s+pracy", "DU/1974/141"),
     (r"kc|kodeks\w*\s+cywiln\w*", "DU/1964/93"),
+    (r"kkw|kodeks\w*\s+karn\w*\s+wykonawcz\w*", "DU/1997/557"),
+    (r"kks|kodeks\w*\s+karn\w*\s+skarbow\w*", "DU/1999/930"),
     (r"kk|kodeks\w*\s+karn\w*", "DU/1997/553"),
     (r"kpa|kodeks\w*\s+postępowania\s+administracyjn\w*", "DU/1960/168"),
     (r"kpc|kodeks\w*\s+postępowania\s+cywiln\w*", "DU/1964/296"),
     (r"ksh|kodeks\w*\s+spółek\s+handlowych", "DU/2000/1037"),
+    (r"kpk|kodeks\w*\s+postępowania\s+karn\w*", "DU/1997/555"),
+    (r"kro|kodeks\w*\s+rodzinn\w*\s+i\s+opiekuńcz\w*", "DU/1964/59"),
+    (r"kw|kodeks\w*\s+wykroczeń", "DU/1971/114"),
 )
+# How Polish legal writing abbreviates each code (a citation's short form).
+ABBREVIATIONS = {"DU/1974/141": "k.p.", "DU/1964/93": "k.c.", "DU/1997/553": "k.k.", "DU/1960/168": "k.p.a.",
+                 "DU/1964/296": "k.p.c.", "DU/2000/1037": "k.s.h.", "DU/1997/555": "k.p.k.", "DU/1997/557": "k.k.w.",
+                 "DU/1964/59": "k.r.o.", "DU/1971/114": "k.w.", "DU/1999/930": "k.k.s."}
 _CODE = [(re.compile(rf"^(?:{pattern})\b", re.IGNORECASE), eli) for pattern, eli in CODES]
 # The codes by name only (no abbreviation): what a statute's text writes.
 _NAMED = [(re.compile(rf"^(?:{pattern.split('|', 1)[1]})", re.IGNORECASE), eli) for pattern, eli in CODES]
@@ -29,3 +39,11 @@ def code_named(text: str, *, abbreviations: bool = True) -> str | None:
         compact = re.sub(r"\s+", " ", text.replace(".", "")).strip()  # "k.p." -> "kp"
         return next((eli for code, eli in _CODE if code.match(compact) or code.match(compact.replace(" ", ""))), None)
     return next((eli for code, eli in _NAMED if code.match(text.strip())), None)
+
+
+def code_name_at(text: str) -> tuple[str, int] | None:
+    """The code whose name ``text`` begins with ("Kodeksu pracy stanowi …") and where the name ends."""
+    for code, eli in _NAMED:
+        if m := code.match(text):
+            return eli, m.end()
+    return None

@@ -36,6 +36,7 @@ MAX_JOBS = 64  # processes parsing ahead in a bulk ingest
 # request (the API's own default page) and at most for one bulk ingest (a year of Dz.U. is ~2 000).
 FIND_LIMIT = 20
 MAX_FIND_LIMIT = 500
+MAX_CHECK_CHARS = 100_000  # a text whose citations `check` reads at once (a long brief; each citation is a few queries)
 SEARCH_PAGE = 500
 MAX_BULK_RECORDS = 5000
 FIND_PUBLISHERS = ("DU", "MP")

@@ -50,6 +50,16 @@ def label_end(line: str) -> int:
     return m.end() if m else 0
 
 
+_TO_SUPERSCRIPT = str.maketrans("0123456789", SUPERSCRIPTS)
+_CARET = re.compile(r"(?<=[\w])\^(\d+)")
+
+
+def printed(text: str) -> str:
+    """An article or unit number, or a text holding them, as a Polish reader writes it: "167^2" -> "167²",
+    "22^1c" -> "22¹c", "§ 1^1" -> "§ 1¹" (ids, URLs and JSON keep the "^" form)."""
+    return _CARET.sub(lambda m: m.group(1).translate(_TO_SUPERSCRIPT), text)
+
+
 def canonical(typed: str) -> str:
     """The canonical form of a number matched by :data:`TYPED`: "151¹" / "151 ^ 1" / "151(1)" -> "151^1"."""
     s = re.sub(r"\s+", "", typed).lower()

@@ -27,9 +27,9 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from pipeline.core import __version__
 from pipeline.core.errors import is_for_the_user, one_line
-from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, MAX_K, MODES, check_question
+from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
-from pipeline.service.results import OPEN, ActRecord, ArticleRecord, FoundActRecord, HitRecord
+from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
 from pipeline.interfaces.listening import check_port
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,14 @@ class DiffOp(TypedDict):
 ArticleDiff = TypedDict("ArticleDiff", {"act": str, "article": str, "from": TextSide, "to": TextSide,
                                         "unchanged": bool, "note": "str | None", "ops": list[DiffOp]})
 ArticleDiff.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
+
+
+class CheckResult(TypedDict):
+    __pydantic_config__ = OPEN  # type: ignore[misc]
+    as_of: dt.date | None
+    ok: bool  # every citation is ok (false too when the text cites nothing)
+    counts: dict[str, int]  # citations per status
+    citations: list[CitationRecord]
 
 
 class ActsResult(TypedDict):
@@ -195,6 +203,15 @@ Then read a whole article with get_article. `acts` limits the search to ELI ids 
 (exact words, statute vocabulary), vector (meaning only), sparse (learned word features; the local
 model only)."""
 
+CHECK_DESCRIPTION = """\
+Sprawdź cytowania przepisów w tekście. Check every citation of a Polish text against the stored acts:
+"art. 154 § 1 pkt 2 k.p.", "art. 5 ust. 2 ustawy z dnia … o …", "art. 1 ustawy (Dz. U. z 2024 r. poz.
+581)", ranges and lists, a unit cited after its act was named earlier in the sentence. Each citation
+gets one `status`: ok, not_found (no such article or unit in the text in force on `as_of`),
+not_in_force (repealed, or not yet / no longer in force then, `why` says from when), undetermined
+(the texts do not determine when it is in force), act_not_stored (`ingest`: the command that adds it),
+ambiguous (`candidates`). Use it on your own answer before giving it: cite only what is ok."""
+
 GET_ARTICLE_DESCRIPTION = """\
 Pobierz pełny tekst jednego artykułu ustawy. Get the full text of one article of a stored act:
 its chapter headings, whether it is repealed (uchylony), the version and validity dates of the text.
@@ -289,6 +306,16 @@ def build_server(service: Service) -> MCPServer:
         end = min(len(text), offset + max_chars)
         return {**found, "text": text[offset:end], "offset": offset, "total_chars": len(text),  # type: ignore[typeddict-item]
                 "next_offset": end if end < len(text) else None}
+
+    @server.tool(name="check_citations", title="Sprawdź cytowania / check citations", description=CHECK_DESCRIPTION,
+                 annotations=READS_STORED_LAW)
+    def check_citations(
+        text: Annotated[str, Field(min_length=1, max_length=MAX_CHECK_CHARS,
+                                   description="a Polish text citing provisions: a letter, a brief, your own answer")],
+        as_of: Annotated[dt.date | None, Field(description="check against the law in force on this date (YYYY-MM-DD)")] = None,
+    ) -> CheckResult:
+        with _reported_as(ToolError):
+            return service.check(text, as_of=as_of).to_dict()  # type: ignore[return-value]
 
     @server.tool(name="compare_versions", title="Zmiany artykułu / how an article changed",
                  description=COMPARE_DESCRIPTION, annotations=READS_STORED_LAW)

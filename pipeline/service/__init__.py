@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pipeline.indexing.find import ActQuery
 from pipeline.indexing.request import IngestEvents, IngestRequest
-from pipeline.service.results import Found, FoundActs
+from pipeline.service.results import Checked, Found, FoundActs
 from pipeline.service.service import Service
 
-__all__ = ["ActQuery", "Found", "FoundActs", "IngestEvents", "IngestRequest", "Service"]
+__all__ = ["ActQuery", "Checked", "Found", "FoundActs", "IngestEvents", "IngestRequest", "Service"]

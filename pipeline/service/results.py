@@ -15,7 +15,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from pipeline.answering.citations import cite
+from pipeline.answering.citations import cite, polish_citation
 from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
 from pipeline.sources.provision_time import in_force_note
@@ -56,6 +56,7 @@ class HitRecord(TypedDict):
     in_force_until: dt.date | None
     in_force_note: str
     units_not_in_force: list[dict]  # {unit, kind, from, until, note}
+    citation_pl: dict  # {long, short}: to paste into a letter ("art. 154 § 1 k.p."), numbers with superscripts
 
 
 class VersionRecord(TypedDict):
@@ -141,6 +142,7 @@ class ArticleRecord(TypedDict):
     wordings: list[dict]  # every wording of the article in the text: {wording, in_force_from, in_force_until, in_force}
     timeline: list[TimelineRecord]
     units_not_in_force: list[dict]  # {unit, kind, from, until, note}: units not the law on the date
+    citation_pl: dict  # {long, short}: as a Polish lawyer writes it
 
 
 class ActRecord(TypedDict):
@@ -205,6 +207,7 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
         "in_force": hit.in_force, "in_force_from": hit.in_force_from, "in_force_until": hit.in_force_until,
         "in_force_note": in_force_note(as_of or dt.date.today(), hit.in_force_from, hit.in_force_until, None),
         "units_not_in_force": hit.units_not_in_force or [],
+        "citation_pl": citation_pl(hit.act, hit.article, "", hit.currency, hit.act_title),
     }
 
 
@@ -237,7 +240,16 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
                                        found["repealed"]),
         "wording": found.get("wording", 0), "wordings": found.get("wordings", []),
         "timeline": found.get("timeline", []), "units_not_in_force": found.get("units_not_in_force", []),
+        "citation_pl": citation_pl(found["eli"], found["article"], "", found.get("currency"), found["act_title"]),
     }
+
+
+def citation_pl(act: str, article: str, unit: str, currency: dict | None, title: str | None) -> dict:
+    """The long and short Polish citation of a unit of a stored text, from its act's currency (its title,
+    base act, own date, later amendments)."""
+    currency = currency or {}
+    return polish_citation(act, article, unit, title=currency.get("title") or title, base_act=currency.get("base_eli"),
+                           act_date=currency.get("act_date"), amended=bool(currency.get("amended_after")))
 
 
 def act_record(currency: Currency, stored: dict[str, Any] | None) -> ActRecord:
@@ -254,6 +266,51 @@ def act_record(currency: Currency, stored: dict[str, Any] | None) -> ActRecord:
         "versions": [version_record(v) for v in stored.get("versions") or []],
         "currency": facts, "currency_note": facts["note"],
     }
+
+
+# --- what a citation check returns ----------------------------------------------------------------------
+
+class CitationRecord(TypedDict):
+    __pydantic_config__ = OPEN  # type: ignore[misc]
+    quote: str  # the text's own words
+    start: int  # where they are in the text (characters)
+    end: int
+    act_as_written: str  # "k.p.", "ustawy z dnia … o …", "(Dz. U. z 2024 r. poz. 581)"
+    act: str | None  # the stored base act it resolved to (or the ELI id the text gives, not stored)
+    article: str  # canonical: 154, 151^1
+    unit: str  # "§ 1 pkt 2"; "": the whole article
+    status: str  # ok | not_found | not_in_force | undetermined | act_not_stored | ambiguous
+    why: str | None  # what was found, one line (null for ok)
+    text: str | None  # the stored text it was checked against (its ELI id)
+    version_no: int | None
+    valid_from: dt.date | None  # that text's date
+    checked_as_of: dt.date  # the date the check is for
+    in_force_from: dt.date | None
+    in_force_until: dt.date | None
+    sha256: str | None  # of the cited unit's wording: repeat the check later and compare
+    candidates: list[str]  # ambiguous: the stored acts that fit
+    ingest: str | None  # act_not_stored: the command that would add it
+
+
+@dataclass
+class Checked:
+    """A citation check: every citation of the text, in order (``ok`` only when each one is)."""
+
+    as_of: dt.date | None
+    citations: list[CitationRecord]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.citations) and all(c["status"] == "ok" for c in self.citations)
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for c in self.citations:
+            found[c["status"]] = found.get(c["status"], 0) + 1
+        return found
+
+    def to_dict(self) -> dict:
+        return {"as_of": self.as_of, "ok": self.ok, "counts": self.counts(), "citations": self.citations}
 
 
 # --- what a search and a find return --------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A :class:`Service` holds the configuration, a small pool of database connections and the embedder
 (loaded once), and offers the operations: search, ask, show, toc, acts, find, ingest, sync, embed,
-remove, eval, status, doctor. A face parses its input, calls one method and renders what it returns
+remove, eval, status, doctor, check. A face parses its input, calls one method and renders what it returns
 (pipeline.service.results); it never opens a connection or re-states a rule.
 
     >>> from pipeline import Service
@@ -24,7 +24,7 @@ import psycopg
 
 from pipeline.core.config import Settings, settings
 from pipeline.core.errors import EvalError, IngestError, UsageError, one_line
-from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT
+from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync
 from pipeline.indexing.embed import EmbedRun, ProgressFactory
@@ -37,10 +37,10 @@ from pipeline.retrieval.refusal import search_warning
 from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_currency
 from pipeline.service import status as health
 from pipeline.service.pool import ConnectionPool
-from pipeline.service.results import (Found, FoundActs, act_record, article_record, found_act_record,
+from pipeline.service.results import (Checked, Found, FoundActs, act_record, article_record, found_act_record,
                                       pick_record)
 from pipeline.sources.fetch import EliClient
-from pipeline.storage import articles, context, currency, db, history, schema, store
+from pipeline.storage import articles, citations, context, currency, db, history, schema, store
 from pipeline.storage.runs import RunLog
 
 if TYPE_CHECKING:  # loaded by the operations that use them: a `search` or `show` starts ~35 ms sooner
@@ -174,6 +174,16 @@ class Service:
         against the one in force on ``from_date`` (None: the one before it)."""
         return self.pool.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
                                                                to_date=to_date))
+
+    def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
+        """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does
+        the cited article and unit exist in the text in force on ``as_of`` (None: today), and is it in force
+        then (:class:`results.Checked`; pipeline.storage.citations)."""
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("give a text to check (the citations in it are checked)")
+        if len(text) > MAX_CHECK_CHARS:
+            raise UsageError(f"the text is {len(text)} characters; at most {MAX_CHECK_CHARS} are checked at once")
+        return Checked(as_of, self.pool.run(lambda conn: citations.check(conn, text, as_of=as_of)))
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""

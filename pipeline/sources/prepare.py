@@ -4,6 +4,7 @@ article refers to, the act's definitions). Done before storage is called, so tha
 from __future__ import annotations
 
 import hashlib
+import re
 import datetime as dt
 from dataclasses import dataclass, field
 
@@ -58,6 +59,7 @@ class PreparedText:
     notes: list[Footnote] = field(default_factory=list)  # footnotes marked outside the articles
     printed_date: dt.date | None = None  # the date the text prints: a Dz. U. PDF's masthead, an announcement's date
     consolidated: bool = False  # a consolidated text, by its record or its own title (a local file's record may not say)
+    act_date: dt.date | None = None  # the act's own date as the text's title names it ("USTAWA z dnia 26 czerwca 1974 r.")
 
     @property
     def chunk_count(self) -> int:
@@ -82,7 +84,13 @@ def prepare(record: EliRecord, parsed: ParsedAct, *, source_sha256: str, max_cha
         parse_date(parsed.title) if announced else None
     return PreparedText(record, parsed.source_format, source_sha256, chunking.text_sha256(parsed.articles),
                         articles, legal_context(parsed.articles, under.base_eli), list(parsed.notes), printed,
-                        under.is_consolidated_text or announced)
+                        under.is_consolidated_text or announced,
+                        parse_date(parsed.title) if _ACT_TITLE.match(parsed.title or "") else None)
+
+
+# A title that names the act itself with its date ("USTAWA z dnia 26 czerwca 1974 r. Kodeks pracy"), not an
+# announcement of it.
+_ACT_TITLE = re.compile(r"^\s*(?:ustawa|kodeks|dekret|rozporządzenie)\b[^\n]{0,80}?\bz\s+dnia\s+\d", re.IGNORECASE)
 
 
 def text_sha256(text: str) -> str:

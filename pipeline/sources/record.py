@@ -254,6 +254,17 @@ def consolidated_subject(title: str | None) -> str | None:
     return (title[m.end():].strip(" -–.") or None) if m else None
 
 
+def short_title(title: str | None) -> str | None:
+    """The name a lawyer uses for an act: "Kodeks pracy", "ustawa o ochronie danych osobowych"; an
+    announcement of a consolidated text takes the title of the act it announces. None without a title."""
+    if not title:
+        return None
+    subject = consolidated_subject(title)
+    name = subject if subject is not None else act_name(display_title(title))
+    name = re.sub(r"^[–—-]\s*", "", name.strip().rstrip("."))  # "Ustawa z dnia … r. - Prawo komunikacji …"
+    return f"ustawa {name}" if name.startswith("o ") else name or None
+
+
 def act_name(title: str | None) -> str:
     """'Ustawa z dnia 26 czerwca 1974 r. Kodeks pracy.' -> 'Kodeks pracy': the title without the act's
     kind and date (what a consolidated text's title repeats, and what a person types)."""

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pipeline.core.act_id import InvalidActId, parse_act_id
-from pipeline.core.codes import code_named
+from pipeline.core.codes import code_name_at, code_named
 from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
 from pipeline.core.units import CITED, CITED_WORD, LETTERS, PARAGRAPH, SECTION
 from pipeline.sources.parse.model import Article
@@ -390,3 +390,89 @@ def cited_act(text: str) -> tuple[str | None, str | None]:
     if j := _JOURNAL_ANYWHERE.search(text):
         return _journal_act(j), None
     return None, None
+
+
+@dataclass(frozen=True)
+class Cited:
+    """One "art. …" list of a text and the act the words after it name (pipeline.sources.citations)."""
+
+    start: int
+    end: int  # where the act's name ends (the list's end when no act is named)
+    targets: list[tuple[str, str]]  # (article, unit), ranges and lists expanded
+    named: bool  # the words after the list name an act (a code, a title, a journal position, an ELI id)
+    act: str | None = None  # its ELI id where the words tell it (a code's base act, a Dz. U. position)
+    title: str | None = None  # by title: "ustawy z dnia 6 listopada 2008 r. o prawach pacjenta …"
+    name: str | None = None  # its name: "o prawach pacjenta …", "Kodeks pracy"
+    year: int | None = None  # the year of its date
+
+
+# After a list, in a text other than a statute (a letter, an answer): a code's abbreviation ("k.p.", "kp"),
+# an act named without its date ("ustawy o prawach pacjenta"), an ELI id.
+_ABBREVIATION = re.compile(r"^\s*(?P<abbr>k\.(?:\s?[a-ząćęłńóśźż]\.){1,3}|k[a-ząćęłńóśźż]{1,3}(?!\w))",
+                           re.IGNORECASE)  # "k.p.", "k. p. c.", "kpc", "KP"
+_BY_NAME = re.compile(r"^\s*(?:tej\s+)?(?:ustawy|ustawą|ustawie|ustawa)\s+(?P<name>o\s+[^()\n;,.:]{3,160}?)"
+                      r"(?=\s+(?:w\s+|z\s+|na\s+)?(?:art\.|artykuł|§|stanowi|przewiduje|określa|mówi)|[,;:.()]|\n|$)",
+                      re.IGNORECASE)
+_ELI_ID = re.compile(r"^\s*\(?\s*(?P<eli>(?:DU|MP)/\d{4}/\d+)\b")
+_WORD_JOURNAL = re.compile(r"^\s*(?:ustaw\w*|rozporządzeni\w*|akt\w*)\s*(?=\()", re.IGNORECASE)
+# An act's name written without its date ends where the sentence goes on to cite it or says something else.
+_NAME_END = r"(?=\s+(?:w\s+|z\s+|na\s+)?(?:art\.|artykuł|§|stanowi|przewiduje|określa|mówi)|[,;:.()]|\n|$)"
+
+
+def cited_in(text: str) -> list[Cited]:
+    """Every "art. …" list of any Polish text (a letter, a brief, an answer) with the act the words after
+    it name: a code by name or abbreviation ("k.p."), an act by date and title or by name alone, a Dz. U.
+    position, an ELI id; ``named`` False where none follows (the caller may know the act otherwise)."""
+    found: list[Cited] = []
+    for m in _ARTICLES.finditer(text):
+        targets = [(a, u) for a, u in _expand(_split_items(m.group("list"))) if a is not None]
+        if not targets:
+            continue
+        after = text[m.end():m.end() + 400]
+        if (e := _ELI_ID.match(after)) is not None:
+            found.append(Cited(m.start(), m.end() + e.end(), targets, True, str(parse_act_id(e.group("eli")))))
+            continue
+        if (a := _ABBREVIATION.match(after)) and (code := code_named(a.group("abbr"), abbreviations=True)):
+            found.append(Cited(m.start(), m.end() + a.end(), targets, True, code, name=a.group("abbr").strip()))
+            continue
+        lead = len(after) - len(after.lstrip())
+        if named_code := code_name_at(after[lead:]):  # "Kodeksu pracy", the name's own words only
+            end = m.end() + lead + named_code[1]
+            found.append(Cited(m.start(), end, targets, True, named_code[0], name=text[m.end() + lead:end]))
+            continue
+        if (w := _WORD_JOURNAL.match(after)) and (j := _JOURNAL.match(after, w.end())):  # "ustawy (Dz. U. …)"
+            close = re.match(r"[^)\n]{0,40}\)", after[j.end():])  # "…, 1675 i 1972)": to the bracket's end
+            found.append(Cited(m.start(), m.end() + j.end() + (close.end() if close else 0), targets, True,
+                               _journal_act(j)))
+            continue
+        if n := _BY_NAME.match(after):  # "ustawy o prawach pacjenta": by name, no date
+            name = " ".join(n.group("name").split())
+            found.append(Cited(m.start(), m.end() + n.end(), targets, True, code_named(name, abbreviations=False),
+                               name=name))
+            continue
+        fields, end = _whose(text, m.end(), "", {})
+        if fields["kind"] == "external":
+            found.append(Cited(m.start(), end, targets, True, fields.get("target_act"), fields.get("target_title"),
+                               fields.get("target_name"), fields.get("target_year")))
+            continue
+        found.append(Cited(m.start(), m.end(), targets, False))
+    return found
+
+
+def acts_named_in(text: str) -> list[tuple[int, Cited]]:
+    """The acts a text names without articles ("ustawą o prawach pacjenta", "Kodeksu pracy", "ustawy z dnia
+    … o …", "k.p."), with where each mention starts: what a later "art. 9 ust. 2" in the sentence cites."""
+    found: list[tuple[int, Cited]] = []
+    for m in _ACT_BY_TITLE.finditer(text):
+        act, title = cited_act(text[m.start():])
+        found.append((m.start(), Cited(m.start(), m.end(), [], True, act, title, _name_of(m.group("title")),
+                                       int(m.group("date")[-4:]))))
+    for m in re.finditer(rf"\b(?:ustaw[aąyie]\w*)\s+(?P<name>o\s+[^()\n;,.:]{{3,160}}?){_NAME_END}", text,
+                         re.IGNORECASE):
+        if not any(s <= m.start() < c.end for s, c in found):
+            name = " ".join(m.group("name").split())
+            found.append((m.start(), Cited(m.start(), m.end(), [], True, None, name=name)))
+    for m in re.finditer(r"\b(?P<code>Kodeks\w*\s+(?:postępowania\s+)?\w+(?:\s+\w+)?)", text):
+        if code := code_named(m.group("code"), abbreviations=False):
+            found.append((m.start(), Cited(m.start(), m.end(), [], True, code, name=m.group("code"))))
+    return sorted(found, key=lambda x: x[0])

@@ -46,6 +46,7 @@ class Currency:
     # after that date does not bear on the law as it stood then (amendments, going out of force).
     as_of: dt.date | None = None
     title: str | None = None  # the act's title from its record (None: the record has none)
+    act_date: dt.date | None = None  # the act's own date ("z dnia …"), where its text or record names it
 
     @property
     def consolidated(self) -> bool:
@@ -201,17 +202,17 @@ def backfill(conn: psycopg.Connection) -> None:
 # --- stored columns -> Currency ---------------------------------------------------------------------
 
 _COLUMNS = ("eli, base_eli, in_force, status, text_as_of, expiration_date, change_date, checked_at, "
-            "amendments_in_force, is_current, version_no, title")
+            "amendments_in_force, is_current, version_no, title, act_date")
 
 
 def _from_row(row: tuple, asked: dt.date | None = None) -> Currency:
-    eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title = row
+    eli, base, in_force, status, as_of, expiration, change, checked, amended, current, version, title, act_date = row
     amendments = None if amended is None else tuple(
         Amendment(a["eli"], record_date(a.get("date")), a.get("date_of") or DATED_BY_ACT,
                   record_date(a.get("in_force_from")), a.get("in_force_source")) for a in amended
     )
     return Currency(eli, base, in_force, status, as_of, expiration, change, checked, amendments, bool(current), version,
-                    asked, title or None)
+                    asked, title or None, act_date)
 
 
 @read_only

@@ -25,7 +25,8 @@ EXTRACTOR = provision_time.EXTRACTOR
 
 
 def write_sources(conn: psycopg.Connection, version_id: int, articles: Iterable[Article], notes: Iterable[Footnote],
-                  printed_date: dt.date | None, record_from: dt.date | None, consolidated: bool) -> None:
+                  printed_date: dt.date | None, record_from: dt.date | None, consolidated: bool,
+                  act_date: dt.date | None = None) -> None:
     """Store what a new version's text says of time that its articles' text does not keep: the footnotes
     (where their marks stand) and the publication date it prints. Inside the caller's transaction."""
     with conn.cursor().copy("COPY version_footnotes (version_id, ordinal, number, article, wording, unit, heading, text) "
@@ -38,8 +39,8 @@ def write_sources(conn: psycopg.Connection, version_id: int, articles: Iterable[
             for f in a.footnotes:
                 ordinal += 1
                 copy.write_row((version_id, ordinal, f.number, a.number, a.wording, f.unit, f.heading, f.text))
-    conn.execute("INSERT INTO version_times (version_id, printed_date, consolidated, footnotes, record_from) "
-                 "VALUES (%s, %s, %s, true, %s)", (version_id, printed_date, consolidated, record_from))
+    conn.execute("INSERT INTO version_times (version_id, printed_date, consolidated, act_date, footnotes, record_from) "
+                 "VALUES (%s, %s, %s, %s, true, %s)", (version_id, printed_date, consolidated, act_date, record_from))
 
 
 def versions_touched(conn: psycopg.Connection, eli: str) -> list[int]:

@@ -164,7 +164,7 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
         context.write(conn, version_id, text.context)
         # When each article is in force (revision 0010): what only the text says, then its time worked out.
         legal_time.write_sources(conn, version_id, (p.article for p in articles), text.notes, text.printed_date, since,
-                                 text.consolidated)
+                                 text.consolidated, text.act_date)
         legal_time.refresh(conn, version_id)
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.

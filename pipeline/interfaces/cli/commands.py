@@ -202,6 +202,38 @@ def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json
     render.article(found)
 
 
+@main.command("check")
+@click.argument("file", required=False, metavar="[FILE|-]")
+@click.option("--as-of", type=IsoDate(), help="Check against the law in force on this date [default: today].")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable: every citation with its status.")
+@friendly
+def check_cmd(file: str | None, as_of: Any, as_json: bool) -> None:
+    """Check the citations of a Polish text (a letter, a brief, an answer) against the stored acts.
+
+    \b
+    pipeline check pismo.txt
+    pipeline check - --as-of 2025-03-01 < pismo.txt
+
+    Each citation (art. 154 § 1 pkt 2 k.p., art. 5 ust. 2 ustawy z dnia … o …, art. 1 ustawy (Dz. U. …))
+    gets one status: ok, not_found, not_in_force, undetermined, act_not_stored, ambiguous. Exits 0 only
+    when every citation is ok; a text with no citation is not "checked, nothing wrong" (exit 1)."""
+    if file in (None, "-"):
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise UsageError(f"cannot read {file}: {why}", param="FILE") from None
+    checked = service().check(text, as_of=day(as_of))
+    if as_json:
+        emit_json(checked.to_dict())
+    else:
+        render.checked(checked)
+    if not checked.ok:
+        sys.exit(1)
+
+
 @main.command("diff")
 @click.argument("act", type=ACT_ID)
 @click.argument("article", type=TOKEN)

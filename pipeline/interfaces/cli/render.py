@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from pipeline.core.numbering import printed
 from pipeline.interfaces.cli.params import snippet, warn
 
 # --- db status / doctor / grant-reader -------------------------------------------------------------
@@ -139,7 +140,7 @@ def sync_summary(report: Any) -> None:
 # --- reading: show, diff, search, ask ---------------------------------------------------------------
 
 def article(found: dict) -> None:
-    head = (f"{found['act']} art. {found['article']} (version {found['version_no']}, "
+    head = (f"{found['act']} art. {printed(found['article'])} (version {found['version_no']}, "
             f"text as of {found['valid_from'] or 'an unknown date'})")
     if found["repealed"]:
         head += " [uchylony]"
@@ -147,9 +148,10 @@ def article(found: dict) -> None:
     if found["heading_path"]:
         click.echo(" / ".join(found["heading_path"]))
     click.echo()
-    click.echo(found["text"])
+    click.echo(printed(found["text"]))
     # After the text: the head, headings and text keep their lines for scripts.
     click.echo()
+    click.echo(f"Cytowanie: {found['citation_pl']['long']}  (krótko: {found['citation_pl']['short']})")
     on = found["as_of"] or "dziś"
     click.echo(f"W mocy ({on}): {found['in_force_note']}")
     for u in found["units_not_in_force"]:
@@ -217,6 +219,26 @@ def legal_context(found: dict) -> None:
                        f"{snippet(d['text'], 140)}")
 
 
+def checked(result: Any) -> None:
+    """One line a citation: its status, the words, what it was checked against and why."""
+    if not result.citations:
+        click.echo("no citations found: nothing was checked (a citation names an article and its act: "
+                   "art. 154 § 1 k.p.)", err=True)
+        return
+    for c in result.citations:
+        where = f"art. {c['article']}" + (f" {c['unit']}" if c["unit"] else "")
+        against = f"  [{c['text']} v{c['version_no']}, {c['checked_as_of']}]" if c["text"] else ""
+        click.echo(f"{c['status']:<15} {c['quote']}  →  {c['act'] or '?'} {where}{against}")
+        if c["why"]:
+            click.echo(f"{'':<16}{c['why']}")
+        if c["candidates"]:
+            click.echo(f"{'':<16}candidates: {', '.join(c['candidates'])}")
+        if c["ingest"]:
+            click.echo(f"{'':<16}to add it: {c['ingest']}")
+    counts = ", ".join(f"{n} {status}" for status, n in result.counts().items())
+    click.echo(f"{len(result.citations)} citation(s): {counts}", err=True)
+
+
 def diff(result: dict) -> None:
     def side(s: dict) -> str:
         text = f"{s['act']} version {s['version_no']}, text as of {s['valid_from'] or 'an unknown date'}"
@@ -248,8 +270,8 @@ def hits(found: Any) -> None:
         text = f"text {bm25} (#{h.text_rank})" if h.text_rank else "text -"
         sparse = "" if not sparse_arm else f"  sparse {h.sparse_score:.2f} (#{h.sparse_rank})" if h.sparse_rank \
             else "  sparse -"
-        click.echo(f"{i:>2}. {h.act} art. {h.article}{part}  score {h.score:.4f}  {vector}  {text}{sparse}")
-        click.echo(f"    {snippet(h.text)}")
+        click.echo(f"{i:>2}. {h.act} art. {printed(h.article)}{part}  score {h.score:.4f}  {vector}  {text}{sparse}")
+        click.echo(f"    {snippet(printed(h.text))}")
         if h.in_force is not True:  # undetermined (or, with --include-repealed, not in force) on the day
             click.echo(f"    [{'nie obowiązuje' if h.in_force is False else 'data wejścia w życie nieokreślona'}]")
         for u in h.units_not_in_force or []:
@@ -281,7 +303,7 @@ def answer(asked: Any) -> None:
     if asked.streamed:
         click.echo()
     else:
-        click.echo(result.text)
+        click.echo(printed(result.text))
     if asked.currency_warning:
         click.echo(asked.currency_warning, err=True)
     for warning in asked.warnings:

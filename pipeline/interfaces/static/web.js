@@ -45,3 +45,14 @@ document.addEventListener("DOMContentLoaded", function () {
     box.dataset.state = "failed";
   };
 });
+// "Kopiuj cytowanie": the citation a button carries, to the clipboard (a page without the Clipboard API
+// still shows the citation to select).
+document.addEventListener("click", function (event) {
+  var button = event.target.closest && event.target.closest("button.copy");
+  if (!button || !navigator.clipboard) return;
+  navigator.clipboard.writeText(button.dataset.copy).then(function () {
+    var label = button.textContent;
+    button.textContent = "Skopiowano";
+    setTimeout(function () { button.textContent = label; }, 1500);
+  });
+});

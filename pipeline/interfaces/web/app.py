@@ -29,11 +29,13 @@ from starlette.staticfiles import StaticFiles
 from pipeline.core import __version__
 from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
                                   UsageError, is_for_the_user, one_line)
-from pipeline.core.limits import MAX_QUESTION_CHARS
+from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS
+from pipeline.core.numbering import printed
 from pipeline.interfaces.listening import check_port
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
-from pipeline.interfaces.web.render import answer_html, badge, date_pl, highlight, timeline_kind, units
+from pipeline.interfaces.web.render import (CHECK_STATUSES, answer_html, badge, date_pl, highlight, marked_text,
+                                            timeline_kind, units)
 from pipeline.interfaces.web.security import SECURITY_HEADERS, is_loopback
 from pipeline.interfaces.web.urls import article_url, search_url
 from pipeline.service import Service
@@ -52,6 +54,7 @@ class Web:
         self.service = service
         self.templates = Environment(loader=PackageLoader("pipeline.interfaces", "templates"), autoescape=True,
                                      trim_blocks=True, lstrip_blocks=True)
+        self.templates.filters["printed"] = printed  # numbers as a Polish reader writes them: art. 151¹
         self.templates.globals.update(article_url=article_url, search_url=search_url, badge=badge,
                                       timeline_kind=timeline_kind,
                                       highlight=highlight, date=date_pl, version=__version__,
@@ -160,6 +163,17 @@ class Web:
                            units=units(found["text"]), versions=versions, has_diff=len(versions) > 1, as_of=as_of,
                            form=self._form(acts=[found["act"]], as_of=as_of))
 
+    def check(self, request: Request, text: str = "", as_of: dt.date | None = None) -> Response:
+        """"Sprawdź cytowania": a text pasted in (POST, so that a letter stays out of URLs and logs), each
+        of its citations checked and marked in it."""
+        context: dict[str, Any] = {"title": "Sprawdź cytowania", "text": text, "as_of": as_of, "form": self._form(),
+                                   "max_chars": MAX_CHECK_CHARS}
+        if text.strip():
+            checked = self.service.check(text, as_of=as_of)
+            context.update(checked=checked.to_dict(), marked=marked_text(text, checked.citations),
+                           statuses=CHECK_STATUSES)
+        return self.render("check.html", **context)
+
     def diff(self, request: Request) -> Response:
         act = checks.act_from_path(request)
         number = request.path_params["article"]
@@ -210,6 +224,13 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
 
         return endpoint
 
+    async def checked_page(request: Request) -> Response:
+        try:
+            text, as_of = await checks.check_form(request)
+        except PageError as error:
+            return web.render("error.html", status=error.status, title="Błąd", error=error, form=web._form())
+        return await page(lambda r: web.check(r, text, as_of))(request)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         message = "Nie ma takiej strony." if status == 404 else "Ta strona służy tylko do czytania."
@@ -241,6 +262,8 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
         Route(art, page(web.act), methods=read),
         Route(art + "/art/{article}", page(web.article), methods=read),
         Route(art + "/art/{article}/diff", page(web.diff), methods=read),
+        Route("/check", page(web.check), methods=read),
+        Route("/check", checked_page, methods=["POST"]),
         Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301), methods=read),
         Mount("/static", StaticFiles(packages=[("pipeline.interfaces", "static")]), name="static"),
     ]

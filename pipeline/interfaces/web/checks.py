@@ -9,7 +9,7 @@ from starlette.requests import Request
 
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId, UsageError
-from pipeline.core.limits import MAX_QUESTION_CHARS, check_question
+from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question
 
 
 class PageError(Exception):
@@ -74,3 +74,34 @@ def version(request: Request) -> int | None:
     if not value.isdigit() or not 1 <= int(value) <= 1_000_000:
         raise PageError(400, f"Niepoprawny numer wersji: „{value}”.")
     return int(value)
+
+
+async def check_form(request: Request) -> tuple[str, dt.date | None]:
+    """The text and date of the citation-check form (an urlencoded POST body, read here: at most what
+    a check reads, so that no visitor makes the page hold megabytes)."""
+    from urllib.parse import parse_qs
+
+    limit = 4 * MAX_CHECK_CHARS + 1000  # UTF-8 and percent-encoding make a character up to 12 bytes; a
+    body = b""                          # Polish text averages under 4
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PageError(413, f"Tekst jest za długi (najwyżej {MAX_CHECK_CHARS} znaków naraz).")
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True)
+    except UnicodeDecodeError:
+        raise PageError(400, "Tego tekstu nie da się odczytać (oczekiwano UTF-8).") from None
+    text = (fields.get("text") or [""])[0]
+    if "\x00" in text:
+        raise PageError(400, "Tekst zawiera niedozwolony znak.")
+    if len(text) > MAX_CHECK_CHARS:
+        raise PageError(400, f"Tekst ma {len(text)} znaków (najwyżej {MAX_CHECK_CHARS} naraz).")
+    value = (fields.get("as_of") or [""])[0].strip()
+    try:
+        as_of = dt.date.fromisoformat(value) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) else None
+    except ValueError:
+        as_of = None
+    if value and as_of is None:
+        raise PageError(400, f"Niepoprawna data: „{value}”. Podaj ją jako RRRR-MM-DD, np. 2025-01-01.")
+    return text, as_of
+

@@ -9,6 +9,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from pipeline.core import units as unit_grammar
+from pipeline.core.numbering import printed
 from pipeline.interfaces.web.urls import article_url
 
 # A unit's kind as the page's CSS names it (static/web.css), and which kinds get an anchor (#par-2, #ust-3).
@@ -76,6 +77,36 @@ _TIMELINE_KINDS = {"enters": "wejście w życie", "added": "dodanie", "wording":
                    "renumbered": "zmiana oznaczenia", "repealed": "uchylenie", "loses_force": "utrata mocy"}
 
 
+# A citation check's statuses, as the page names them (pipeline.storage.citations).
+CHECK_STATUSES = {"ok": "poprawne", "not_found": "nie ma takiego przepisu", "not_in_force": "nie obowiązuje",
+                  "undetermined": "data wejścia w życie nieokreślona", "act_not_stored": "akt spoza bazy",
+                  "ambiguous": "niejednoznaczne"}
+
+
+def marked_text(text: str, citations: list[dict]) -> Markup:
+    """The checked text, escaped, each citation marked with its status (a list of units cited in one place
+    takes the worst of their statuses), in paragraphs."""
+    worst = ["ok", "undetermined", "ambiguous", "act_not_stored", "not_in_force", "not_found"]
+    spans: dict[tuple[int, int], list[dict]] = {}
+    for c in citations:
+        spans.setdefault((c["start"], c["end"]), []).append(c)
+    out: list[Markup] = []
+    pos = 0
+    for (start, end), found in sorted(spans.items()):
+        if start < pos:
+            continue
+        status = max((c["status"] for c in found), key=worst.index)
+        note = "; ".join(f"art. {c['article']}{' ' + c['unit'] if c['unit'] else ''}: {CHECK_STATUSES[c['status']]}"
+                         + (f" ({c['why']})" if c["why"] else "") for c in found)
+        out.append(escape(text[pos:start]))
+        out.append(Markup('<mark class="cite {}" title="{}">{}</mark>').format(status, note, text[start:end]))
+        pos = end
+    out.append(escape(text[pos:]))
+    html = Markup("").join(out)
+    return Markup("").join(Markup("<p>{}</p>").format(Markup(p.replace("\n", "<br>")))
+                           for p in str(html).split("\n\n") if p.strip())
+
+
 def timeline_kind(kind: str) -> str:
     return _TIMELINE_KINDS.get(kind, kind)
 
@@ -89,11 +120,11 @@ def answer_html(segments: list[tuple[str, tuple[str, str] | None]], as_of: dt.da
             for i, block in enumerate(re.split(r"\n\s*\n", text)):
                 if i:
                     paragraphs.append([])
-                paragraphs[-1].append(escape(block))
+                paragraphs[-1].append(escape(printed(block)))
         else:
             act, article = cited
             paragraphs[-1].append(Markup('<a class="cite" href="%s">%s</a>') % (article_url(act, article, as_of=as_of),
-                                                                              text))
+                                                                              printed(text)))
     out = []
     for parts in paragraphs:
         body = Markup("").join(parts)

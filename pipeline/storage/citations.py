@@ -1,0 +1,178 @@
+"""Check the citations of any text against the stored acts: does the cited article (and unit) exist in the
+text of its act in force on the date, and is it in force then (revision 0010)?
+
+One status per citation: ``ok``; ``not_found`` (no such article or unit in that text); ``not_in_force``
+(repealed, or not yet / no longer in force on the date, with the dates); ``undetermined`` (the texts do not
+determine when it is in force: the clause is quoted); ``act_not_stored`` (with the command that would add
+it); ``ambiguous`` (the act is named so that several stored acts fit: the candidates). With each, what it
+was checked against (the stored text, its version and date) and a SHA-256 of the cited unit's wording, so
+that the check can be repeated later.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pipeline.core import units
+from pipeline.core.numbering import label_end
+from pipeline.sources import citations as finder
+from pipeline.sources.citations import Citation
+from pipeline.storage.articles import in_force_wording, require_date
+from pipeline.storage.db import read_only
+from pipeline.storage.legal_time import units_not_in_force
+
+OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
+    "ok", "not_found", "not_in_force", "undetermined", "act_not_stored", "ambiguous")
+STATUSES = (OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS)
+
+_DASHES = re.compile(r"\s*[–—-]\s*")
+
+
+def _norm(name: str) -> str:
+    return _DASHES.sub(" - ", " ".join(name.lower().split()))
+
+
+def _candidates(conn: psycopg.Connection, c: Citation) -> tuple[list[str], str | None]:
+    """The stored base acts the citation's act may be: by its ELI id (a code's base act, a Dz. U. position:
+    the act itself or a stored text of it), else by its name (and the year of its date, where that tells
+    two apart) among the stored acts' titles; and the words of the name that found them."""
+    if c.act is not None:
+        return [r[0] for r in conn.execute(
+            "SELECT DISTINCT base_eli FROM acts WHERE (eli = %(a)s OR base_eli = %(a)s) "
+            "AND EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = acts.base_eli)", {"a": c.act})], None
+    if not c.name:
+        return [], None
+    name = _norm(c.name.removeprefix("– ").removeprefix("- "))
+    rows = conn.execute("SELECT DISTINCT a.base_eli, a.title FROM acts a "
+                        "WHERE EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = a.base_eli)").fetchall()
+    # The name as printed may run on ("o prawach pacjenta w zakresie …"): its first words find the act.
+    words = name.split()
+    for n in range(len(words), min(len(words), 3) - 1, -1):
+        prefix = " ".join(words[:n])
+        found = sorted({base for base, title in rows if title and prefix in _norm(title)})
+        if found:
+            break
+    else:
+        return [], None
+    if len(found) > 1 and c.year:
+        dated = [b for b in found if re.search(rf"/{c.year}/", b)]
+        found = dated or found
+    return found, prefix
+
+
+def _quote_to(quote: str, name: str | None) -> str:
+    """The quote up to the end of the act's name as it matched (a name written without its date may run on
+    into the sentence: "art. 17 ustawy o zawodzie psychologa psycholog jest …")."""
+    if not name:
+        return quote
+    words = name.split()
+    m = re.search(r"\s+".join(re.escape(w) for w in words), quote, re.IGNORECASE)
+    return quote[:m.end()] if m else quote
+
+
+def _unit_lines(text: str, unit: str) -> list[str] | None:
+    """The lines of ``unit`` in an article's text ("§ 1 pkt 2"); None when the article has no such unit."""
+    lines = text.split("\n")
+    paths = units.paths(lines, label_end(lines[0]) if lines else 0)
+    held = [line for line, path in zip(lines, paths) if path == unit or path.startswith(unit + " ")]
+    return held or None
+
+
+def _top_units(text: str) -> list[str]:
+    lines = text.split("\n")
+    paths = units.paths(lines, label_end(lines[0]) if lines else 0)
+    return list(dict.fromkeys(p.split(" ")[0] + " " + p.split(" ")[1] for p in paths if p.count(" ") >= 1))
+
+
+def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
+    out = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
+           "article": c.article, "unit": c.unit, "status": None, "why": None, "text": None, "version_no": None,
+           "valid_from": None, "checked_as_of": day, "in_force_from": None, "in_force_until": None,
+           "sha256": None, "candidates": [], "ingest": None}
+    bases, name = _candidates(conn, c)
+    if name and not c.from_context and not c.title:
+        out["quote"] = _quote_to(c.quote, name)
+        out["end"] = c.start + len(out["quote"]) if out["quote"] != c.quote else c.end
+    if not bases:
+        out["status"] = ACT_NOT_STORED
+        if c.act:
+            out["ingest"] = f"pipeline ingest --act {c.act} --latest"
+            out["why"] = f"{c.act} is not stored"
+        else:
+            title = c.title or c.name or c.act_words
+            out["ingest"] = f'pipeline ingest --title "{(c.name or title).removeprefix("o ").strip()}"'
+            out["why"] = f"no stored act is named {title!r}"
+        return out
+    if len(bases) > 1:
+        out.update(status=AMBIGUOUS, candidates=bases, why=f"{len(bases)} stored acts fit {c.act_words!r}")
+        return out
+    base = bases[0]
+    version = conn.cursor(row_factory=dict_row).execute(
+        "SELECT v.version_id, v.eli, v.version_no, v.valid_from FROM versions_as_of(%s) v WHERE v.base_eli = %s",
+        (as_of, base)).fetchone()
+    if version is None:
+        earliest = conn.execute("SELECT eli, min(valid_from) FROM act_versions WHERE base_eli = %s GROUP BY eli "
+                                "ORDER BY 2 NULLS LAST LIMIT 1", (base,)).fetchone()
+        out.update(status=NOT_IN_FORCE, act=base, text=earliest[0] if earliest else None,
+                   why=f"no stored text of {base} is in force on {day}"
+                       + (f" (the earliest from {earliest[1]})" if earliest and earliest[1] else ""))
+        return out
+    out.update(act=base, text=version["eli"], version_no=version["version_no"], valid_from=version["valid_from"])
+    rows = conn.cursor(row_factory=dict_row).execute(
+        "SELECT ar.article_id, ar.text, ar.repealed, ar.wording, t.in_force_from, t.in_force_until, t.undetermined, "
+        "CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %s) END AS in_force "
+        "FROM articles ar LEFT JOIN article_times t USING (article_id) WHERE ar.version_id = %s AND ar.article = %s "
+        "ORDER BY ar.ordinal", (day, version["version_id"], c.article)).fetchall()
+    if not rows:
+        last = conn.execute("SELECT article FROM articles WHERE version_id = %s ORDER BY ordinal DESC LIMIT 1",
+                            (version["version_id"],)).fetchone()
+        out.update(status=NOT_FOUND, why=f"{version['eli']} has no art. {c.article}"
+                   + (f" (its last article is art. {last[0]})" if last else ""))
+        return out
+    row = in_force_wording(rows, day)
+    out.update(in_force_from=row["in_force_from"], in_force_until=row["in_force_until"])
+    wording = row["text"]
+    if c.unit:
+        held = _unit_lines(wording, c.unit)
+        if held is None:
+            top = _top_units(wording)
+            out.update(status=NOT_FOUND, why=f"art. {c.article} of {version['eli']} has no {c.unit}"
+                       + (f" (it has {', '.join(top)})" if top else " (it has no units)"))
+            return out
+        wording = "\n".join(held)
+    out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
+    if row["repealed"] or (c.unit and re.search(r"\((?:uchylon\w*|utracił\w* moc)\)\s*\.?\s*$", wording)):
+        out.update(status=NOT_IN_FORCE, why=f"art. {c.article}{' ' + c.unit if c.unit else ''} is repealed "
+                                            f"(uchylony) in {version['eli']}")
+        return out
+    if row["in_force"] is False:
+        start, end = row["in_force_from"], row["in_force_until"]
+        why = (f"in force only until {end - dt.timedelta(days=1)}" if end is not None and day >= end
+               else f"in force from {start}")
+        out.update(status=NOT_IN_FORCE, why=f"art. {c.article} of {version['eli']} is not in force on {day}: {why}")
+        return out
+    if c.unit:
+        out_units = units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
+        hit = next((u for u in out_units if c.unit == u["unit"] or c.unit.startswith(u["unit"] + " ")), None)
+        if hit is not None:
+            out.update(status=NOT_IN_FORCE, why=hit["note"])
+            return out
+    if row["in_force"] is None:
+        out.update(status=UNDETERMINED, why="the texts do not determine when it is in force"
+                   + (f": „{row['undetermined']}”" if row["undetermined"] else ""))
+        return out
+    out["status"] = OK
+    return out
+
+
+@read_only
+def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None) -> list[dict]:
+    """Every citation of ``text`` (pipeline.sources.citations), checked against the stored text of its act
+    in force on ``as_of`` (None: today), in the text's order."""
+    require_date(as_of)
+    day = as_of or dt.date.today()
+    return [_check_one(conn, c, day, as_of) for c in finder.find(text)]

@@ -1,0 +1,110 @@
+"""`pipeline check`: the citations of any Polish text found and checked against the stored acts, on the
+mirror's real texts (Kodeks pracy, patients' rights, e-services, the two psychologist acts, an amending act)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import psycopg
+import pytest
+from support.cli import run_cli
+from support.corpus import store_mirror_act
+from support.paths import require_mirror
+
+from pipeline import Service
+from pipeline.sources.citations import find
+
+D = dt.date
+KP = "DU/2025/277"
+
+
+def test_citations_are_found_in_the_ways_polish_writing_names_acts():
+    text = ("Zgodnie z art. 154 § 1 pkt 2 k.p. oraz art. 30 Kodeksu pracy pracownikowi przysługuje urlop. Na podstawie "
+            "art. 5 ust. 2 ustawy z dnia 6 listopada 2008 r. o prawach pacjenta i Rzeczniku Praw Pacjenta (Dz. U. z "
+            "2024 r. poz. 581) pacjent ma prawo. Ustawa o prawach pacjenta w art. 9 ust. 2 stanowi inaczej. Zob. "
+            "art. 22 DU/2025/277 i art. 8–10 k. p. oraz art. 1 ustawy (Dz. U. z 2024 r. poz. 1513). Art. 5 reguluje "
+            "coś innego. Art. 5 k.p.k. i art. 3 KC.")
+    got = [(c.quote, c.article, c.unit, c.act, c.from_context) for c in find(text)]
+    assert got == [
+        ("art. 154 § 1 pkt 2 k.p.", "154", "§ 1 pkt 2", "DU/1974/141", False),
+        ("art. 30 Kodeksu pracy", "30", "", "DU/1974/141", False),
+        ("art. 5 ust. 2 ustawy z dnia 6 listopada 2008 r. o prawach pacjenta i Rzeczniku Praw Pacjenta", "5", "ust. 2",
+         "DU/2024/581", False),
+        ("art. 9 ust. 2", "9", "ust. 2", None, True),  # the act named earlier in the sentence
+        ("art. 22 DU/2025/277", "22", "", "DU/2025/277", False),
+        ("art. 8–10 k. p.", "8", "", "DU/1974/141", False), ("art. 8–10 k. p.", "9", "", "DU/1974/141", False),
+        ("art. 8–10 k. p.", "10", "", "DU/1974/141", False),
+        ("art. 1 ustawy (Dz. U. z 2024 r. poz. 1513)", "1", "", "DU/2024/1513", False),
+        ("Art. 5 k.p.k.", "5", "", "DU/1997/555", False), ("art. 3 KC", "3", "", "DU/1964/93", False),
+    ]  # "Art. 5 reguluje …" names no act: no citation of this kind
+    assert find("Art. 5. Pracownik ma prawo, o którym mowa w art. 6 ust. 2.") == []
+
+
+@pytest.fixture(scope="module")
+def stored(server_url) -> str:
+    require_mirror()
+    from support.database import create_database
+
+    url = create_database(server_url, "citations")
+    with psycopg.connect(url) as c:
+        for act in (KP, "DU/2024/581", "DU/2024/1513", "DU/2019/1026", "DU/2026/187", "DU/2019/914"):
+            store_mirror_act(c, act)
+        c.commit()
+    return url
+
+
+LETTER = ("Szanowni Państwo, zgodnie z art. 154 § 1 pkt 2 k.p. urlop wynosi 26 dni, a art. 350 k.p. i art. 177 § 7 "
+          "k.p. nic tu nie zmieniają. Art. 10 ustawy (Dz. U. z 2024 r. poz. 1513) zakazuje spamu. Zgodnie z art. 17 "
+          "ustawy o zawodzie psychologa psycholog jest niezależny. Art. 5 k.p.k. stosuje się odpowiednio. "
+          "Art. 1 ustawy (Dz. U. z 2019 r. poz. 914) zmienia inne ustawy.")
+
+
+def test_each_citation_gets_one_status_with_what_it_was_checked_against(stored):
+    with Service(stored, pool_size=1, warm=False) as law:
+        checked = law.check(LETTER, as_of=D(2026, 12, 5))
+        got = [(c["quote"], c["status"]) for c in checked.citations]
+        assert got == [("art. 154 § 1 pkt 2 k.p.", "ok"), ("art. 350 k.p.", "not_found"),
+                       ("art. 177 § 7 k.p.", "not_found"), ("Art. 10 ustawy (Dz. U. z 2024 r. poz. 1513)", "not_in_force"),
+                       ("art. 17 ustawy o zawodzie psychologa", "ambiguous"), ("Art. 5 k.p.k.", "act_not_stored"),
+                       ("Art. 1 ustawy (Dz. U. z 2019 r. poz. 914)", "undetermined")]
+        ok, last, unit, repealed, ambiguous, unknown, undetermined = checked.citations
+        assert (ok["act"], ok["text"], ok["version_no"], ok["checked_as_of"]) == ("DU/1974/141", KP, 1, D(2026, 12, 5))
+        assert len(ok["sha256"]) == 64 and ok["why"] is None
+        assert "last article is art. 305" in last["why"] and "§ 4^1" in unit["why"]
+        assert "repealed" in repealed["why"]
+        assert ambiguous["candidates"] == ["DU/2019/1026", "DU/2026/187"]
+        assert unknown["ingest"] == "pipeline ingest --act DU/1997/555 --latest"
+        assert checked.to_dict()["ok"] is False and checked.counts()["not_found"] == 2
+        # The same unit's wording, checked again: the same hash.
+        assert law.check("art. 154 § 1 pkt 2 k.p.").citations[0]["sha256"] == ok["sha256"]
+
+
+def test_what_is_not_yet_in_force_on_the_date_is_said_with_its_date(stored):
+    with Service(stored, pool_size=1, warm=False) as law:
+        early = law.check("Art. 17 ust. 1 ustawy z dnia 23 stycznia 2026 r. o zawodzie psychologa oraz samorządzie "
+                          "zawodowym psychologów.", as_of=D(2026, 4, 1)).citations
+        assert [(c["status"], c["text"]) for c in early] == [("not_in_force", "DU/2026/187")]
+        assert "in force from 2028-05-19" in early[0]["why"]
+        unit = law.check("Art. 17 ust. 3 ustawy z dnia 23 stycznia 2026 r. o zawodzie psychologa oraz samorządzie "
+                         "zawodowym psychologów.", as_of=D(2028, 6, 1)).citations
+        assert [c["status"] for c in unit] == ["not_in_force"] and unit[0]["why"] == "ust. 3 wchodzi w życie 2031-05-19"
+        # Kodeks pracy art. 184 on a day before its second wording: checked against the first.
+        before = law.check("art. 184 k.p.", as_of=D(2025, 3, 1)).citations[0]
+        assert before["status"] == "ok" and before["in_force_until"] == D(2025, 3, 19)
+
+
+def test_cli_exit_status_says_whether_every_citation_is_ok(stored, tmp_path):
+    env = {"DATABASE_URL": stored}
+    good = tmp_path / "pismo.txt"
+    good.write_text("Zgodnie z art. 154 § 1 pkt 2 k.p. urlop wynosi 26 dni.", encoding="utf-8")
+    out = run_cli("check", str(good), env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok") and "DU/2025/277 v1" in out.stdout
+    bad = run_cli("check", "-", "--json", env=env, input="Art. 350 k.p. i art. 154 k.p.")
+    report = json.loads(bad.stdout)
+    assert bad.returncode == 1 and report["counts"] == {"not_found": 1, "ok": 1} and report["ok"] is False
+    none = run_cli("check", "-", env=env, input="Ten tekst nie cytuje żadnego przepisu.")
+    assert none.returncode == 1 and "no citations found" in none.stderr
+    missing = run_cli("check", str(tmp_path / "nie-ma.txt"), env=env)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr and "No such file" in missing.stderr
+    assert "Traceback" not in missing.stderr
