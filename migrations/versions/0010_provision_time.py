@@ -106,7 +106,8 @@ CREATE TABLE article_events (
 DOWNGRADE = r"""
 DROP VIEW IF EXISTS article_timelines, entry_rules, current_articles, version_articles;
 DROP FUNCTION IF EXISTS articles_as_of(date), articles_out_of_force(bigint[], date);
-DROP TABLE article_events, article_times, version_times, provision_rules, version_footnotes;
+-- CASCADE: act_currency and current_acts (sql/currency.sql) read version_times; the interface step recreates them.
+DROP TABLE article_events, article_times, version_times, provision_rules, version_footnotes CASCADE;
 ALTER TABLE articles DROP COLUMN wording;
 -- The applied interface (its views read these tables) is this revision's: forget it, so that whichever
 -- code runs next re-applies its own.
