@@ -134,7 +134,7 @@ def test_an_answer_reads_the_definitions_and_provisions_beside_the_articles(law,
     extra = [f for f in asked.answer.fragments if f.role != "retrieved"]
     assert sum(len(f.text) for f in extra) <= CONTEXT_CHARS
     # The question uses a defined term: the offline answer quotes its definition, with its citation.
-    assert "Definicja (art. 3 ust. 1 pkt 4)" in asked.answer.text and f"[{PATIENT}, art. 3]" in asked.answer.text
+    assert "Definicja (art. 3 ust. 1 pkt 4)" in asked.answer.text and f"[{PATIENT}, art. 3 ust. 1 pkt 4]" in asked.answer.text
     assert ("DU/2024/581", "3") in asked.answer.citations and not asked.to_dict()["foreign_citations"]
 
 

@@ -153,9 +153,11 @@ def test_show_prints_an_article_by_any_spelling_of_its_number(corpus: CorpusRun)
         shown = run_cli("show", KODEKS_PRACY, spelling, env=env)
         assert shown.returncode == 0, shown.stderr
         lines = shown.stdout.splitlines()
-        assert lines[0] == f"{KODEKS_PRACY} art. 151^1 (version 1, text as of 2025-02-07)"
+        assert lines[0] == f"{KODEKS_PRACY} art. 151¹ (version 1, text as of 2025-02-07)"  # as printed
         assert lines[1] == "DZIAŁ SZÓSTY Czas pracy / Rozdział V Praca w godzinach nadliczbowych"
-        assert lines[3].startswith("Art. 151^1. § 1. Za pracę w godzinach nadliczbowych, oprócz normalnego wynagrodzenia")
+        assert lines[3].startswith("Art. 151¹. § 1. Za pracę w godzinach nadliczbowych, oprócz normalnego wynagrodzenia")
+    as_data = run_cli("show", KODEKS_PRACY, "151¹", "--json", env=env)  # a script gets the canonical number
+    assert json.loads(as_data.stdout)["article"] == "151^1" and "Art. 151^1. § 1." in json.loads(as_data.stdout)["text"]
 
     unknown = run_cli("show", KODEKS_PRACY, "999", env=env)
     assert unknown.returncode == 1 and unknown.stdout == ""

@@ -268,5 +268,6 @@ def test_a_named_article_comes_first_and_is_answered_from_its_beginning(service_
     config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
     asked = answer_question(service_conn, StandInEmbedder(), "art. 52 kp", config, offline=True).to_dict()
     assert asked["refused"] is False and asked["refusal"]["reason"] == "the question names art. 52 of DU/2025/277"
-    assert asked["answer"].splitlines()[2].endswith("[DU/2025/277, art. 52]")
+    # It cites the unit it quotes: the article's first point.
+    assert asked["answer"].splitlines()[2].endswith("[DU/2025/277, art. 52 § 1 pkt 1]")
     assert "Pracodawca może rozwiązać umowę o pracę bez wypowiedzenia" in asked["answer"]

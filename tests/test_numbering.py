@@ -12,7 +12,7 @@ from support.paths import ELI_MIRROR, require_mirror
 
 from pipeline.answering.answer import cite, parse_citations
 from pipeline.core.errors import UsageError
-from pipeline.core.numbering import canonical_article, check_sequence, sort_key
+from pipeline.core.numbering import canonical_article, check_sequence, printed, sort_key
 from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage import articles
 
@@ -91,5 +91,6 @@ def test_show_prints_the_articles_the_parser_stored(scratch_url: str, mirror: Pa
             ("DU/2024/1564", "95ł", "95ł", "Art. 95ł.")):
         shown = run_cli("show", act, typed, env=env, timeout=120)
         assert shown.returncode == 0, shown.stderr
-        assert f"{act} art. {number} " in shown.stdout.splitlines()[0]
-        assert begins in shown.stdout
+        # A person reads superscripts as printed ("3a¹"); --json keeps the canonical "3a^1".
+        assert f"{act} art. {printed(number)} " in shown.stdout.splitlines()[0]
+        assert printed(begins) in shown.stdout
