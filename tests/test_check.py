@@ -40,6 +40,31 @@ def test_citations_are_found_in_the_ways_polish_writing_names_acts():
     assert find("Art. 5. Pracownik ma prawo, o którym mowa w art. 6 ust. 2.") == []
 
 
+def test_acts_named_by_title_alone_by_its_genitive_and_by_this_act():
+    text = ("Zgodnie z art. 4 ust. 1 ustawy – Prawo przedsiębiorców oraz art. 451 Prawa komunikacji elektronicznej, "
+            "a także art. 2 Konstytucji RP i art. 6 ust. 1 lit. e RODO. Ustawa o prawach pacjenta przewiduje to w "
+            "art. 9 ust. 2. Na podstawie art. 14 ust. 1 tej ustawy pacjent ma prawo.")
+    got = [(c.article, c.unit, c.act_words, c.act, c.name, c.foreign is not None) for c in find(text)]
+    assert got == [
+        ("4", "ust. 1", "ustawy – Prawo przedsiębiorców oraz", None, "Prawo przedsiębiorców oraz", False),
+        ("451", "", "Prawa komunikacji elektronicznej", None, "Prawo komunikacji elektronicznej", False),
+        ("2", "", "Konstytucji RP", "DU/1997/483", "Konstytucja", False),
+        ("6", "ust. 1 lit. e", "RODO", None, "RODO", True),  # EU law: never stored here
+        ("9", "ust. 2", "Ustawa o prawach pacjenta", None, "o prawach pacjenta", False),
+        ("14", "ust. 1", "tej ustawy (Ustawa o prawach pacjenta)", None, "o prawach pacjenta", False),  # the last named
+    ]
+    # "tej ustawy" after a citation: that citation's act, also from an earlier sentence.
+    assert [(c.article, c.act) for c in find("Stosuje się art. 5 k.p. Zob. też art. 6 tego kodeksu.")] == [
+        ("5", "DU/1974/141"), ("6", "DU/1974/141")]
+    # A statute's own text: the act of an "art. …" list is that list's, not the topic of the next clause; a clause
+    # ends at ";"; an article's label in a quoted statute is not a citation.
+    statute = ("1) odpisu, o którym mowa w art. 97 ust. 3i ustawy z dnia 27 sierpnia 2004 r. o świadczeniach opieki "
+               "zdrowotnej finansowanych ze środków publicznych; 2) opłat, o których mowa w art. 67t ust. 4. "
+               "Ustawa o prawach pacjenta stosuje się; art. 5 ust. 1 nie. (Dz. U. z 2025 r. poz. 621). Art. 12a. "
+               "Przepisów ustawy o prawach pacjenta nie stosuje się.")
+    assert [(c.article, c.unit) for c in find(statute)] == [("97", "ust. 3i")]
+
+
 @pytest.fixture(scope="module")
 def stored(server_url) -> str:
     require_mirror()
@@ -47,7 +72,7 @@ def stored(server_url) -> str:
 
     url = create_database(server_url, "citations")
     with psycopg.connect(url) as c:
-        for act in (KP, "DU/2024/581", "DU/2024/1513", "DU/2019/1026", "DU/2026/187", "DU/2019/914"):
+        for act in (KP, "DU/2024/581", "DU/2024/1513", "DU/2019/1026", "DU/2026/187", "DU/2019/914", "DU/2002/1204"):
             store_mirror_act(c, act)
         c.commit()
     return url
@@ -108,3 +133,33 @@ def test_cli_exit_status_says_whether_every_citation_is_ok(stored, tmp_path):
     missing = run_cli("check", str(tmp_path / "nie-ma.txt"), env=env)
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "No such file" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_an_act_is_found_by_its_title_and_date_as_lawyers_cite_it(stored):
+    with Service(stored, pool_size=1, warm=False) as law:
+        day = D(2026, 12, 5)
+        # An older consolidated text's Dz. U. position, with the act's title and date: the stored text of that act.
+        older = law.check("art. 5 ustawy z dnia 6 listopada 2008 r. o prawach pacjenta i Rzeczniku Praw Pacjenta "
+                          "(Dz. U. z 2023 r. poz. 1545)", as_of=day).citations[0]
+        assert (older["status"], older["text"]) == ("ok", "DU/2024/581")
+        assert older["note"].startswith("DU/2023/1545 (the position cited) is not stored")
+        # The act and its consolidated text stored apart (the records do not link them): the text in force.
+        apart = law.check("art. 3 ustawy o świadczeniu usług drogą elektroniczną", as_of=day).citations[0]
+        assert (apart["status"], apart["text"]) == ("ok", "DU/2024/1513") and "stored apart" in apart["note"]
+        # A title named without its date runs on into the sentence: the stored name it begins with.
+        run_on = law.check("Art. 3 ustawy – Kodeks pracy stosuje się odpowiednio.", as_of=day).citations[0]
+        assert (run_on["status"], run_on["act"]) == ("ok", "DU/1974/141")
+        # The act's date as cited tells the act: no psychologists' act of 24 January 2026 is stored.
+        wrong_date = law.check("art. 17 ustawy z dnia 24 stycznia 2026 r. o zawodzie psychologa oraz samorządzie "
+                               "zawodowym psychologów", as_of=day).citations[0]
+        assert wrong_date["status"] == "act_not_stored"
+        # A unit of a repealed article: repealed, whichever unit; no such article in any text: not found, also
+        # before the act's own date.
+        gone = law.check("Art. 10 ust. 1 ustawy (Dz. U. z 2024 r. poz. 1513)", as_of=day).citations[0]
+        assert gone["status"] == "not_in_force" and "repealed" in gone["why"]
+        early = law.check("art. 400 ustawy z dnia 23 stycznia 2026 r. o zawodzie psychologa oraz samorządzie "
+                          "zawodowym psychologów", as_of=D(2026, 2, 1)).citations[0]
+        assert (early["status"], early["why"]) == ("not_found", "no stored text of DU/2026/187 has art. 400 "
+                                                                "(its last article is art. 161)")
+        eu = law.check("art. 6 ust. 1 lit. e RODO", as_of=day).citations[0]
+        assert eu["status"] == "act_not_stored" and eu["ingest"] is None and "Dziennik Ustaw" in eu["why"]

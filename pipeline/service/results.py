@@ -281,6 +281,7 @@ class CitationRecord(TypedDict):
     unit: str  # "§ 1 pkt 2"; "": the whole article
     status: str  # ok | not_found | not_in_force | undetermined | act_not_stored | ambiguous
     why: str | None  # what was found, one line (null for ok)
+    note: str | None  # how the act was found where not as the words say (a position not stored, texts stored apart)
     text: str | None  # the stored text it was checked against (its ELI id)
     version_no: int | None
     valid_from: dt.date | None  # that text's date

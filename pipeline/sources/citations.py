@@ -37,6 +37,7 @@ class Citation:
     year: int | None = None
     title: str | None = None
     from_context: bool = False  # the act was named earlier in the sentence, not after the article
+    foreign: str | None = None  # an act outside the Dziennik Ustaw ("RODO"): never stored here
 
 
 def _sentence_start(text: str, at: int) -> int:
@@ -44,30 +45,48 @@ def _sentence_start(text: str, at: int) -> int:
     return starts[-1] if starts else 0
 
 
+# An article's own label in a statute's text quoted whole ("… 621). Art. 12a. Przepisów …"): not a citation.
+_LABEL_AFTER = re.compile(r"\.\s+(?:[A-ZĄĆĘŁŃÓŚŹŻ§]|\d+\.\s)")
+_LABEL_BEFORE = re.compile(r"(?:^|[.;:)]\s*|\n\s*)$")
+
+
+def _is_label(text: str, c: Cited) -> bool:
+    return (text.startswith("Art.", c.start) and bool(_LABEL_AFTER.match(text, c.end))
+            and bool(_LABEL_BEFORE.search(text[max(0, c.start - 3):c.start])))
+
+
 def find(text: str) -> list[Citation]:
     """Every citation of ``text``, in order, ranges and lists expanded, each unit once per place."""
-    named = acts_named_in(text)
+    cited = cited_in(text)
+    # What a later "art. 9 ust. 2" with no act after it cites: an act the sentence named on its own (not as
+    # the act of an "art. …" list: that one is the list's), in the same clause; "tej ustawy": the act the text
+    # named last, on its own or after a list.
+    spans = [(c.start, c.end) for c in cited if c.named]
+    topics = [(at, a) for at, a in acts_named_in(text) if not any(s <= at < e for s, e in spans)]
+    mentions = sorted(topics + [(c.start, c) for c in cited if c.named], key=lambda x: x[0])
     found: list[Citation] = []
-    for c in cited_in(text):
+    for c in cited:
         context = None
         if not c.named:
-            # The act named last before it, in the same sentence.
-            begin = _sentence_start(text, c.start)
-            context = next((a for at, a in reversed(named) if begin <= at < c.start), None)
+            if c.anaphoric:
+                context = next((a for at, a in reversed(mentions) if at < c.start), None)
+            elif not _is_label(text, c):
+                begin = max(_sentence_start(text, c.start), text.rfind(";", 0, c.start) + 1)
+                context = next((a for at, a in reversed(topics) if begin <= at < c.start), None)
             if context is None:
                 continue
         act = context or c
         quote = " ".join(text[c.start:c.end].split())
-        words = " ".join(text[act.start:act.end].split()) if context else " ".join(text[c.start:c.end].split())
+        words = _words(text, act)
+        if c.anaphoric:  # "tej ustawy (ustawy o prawach pacjenta)"
+            words = f"{_words(text, c)} ({words})"
         for article, unit in c.targets:
-            found.append(Citation(quote, c.start, c.end, article, unit, _act_words(words, quote, context), act.act,
-                                  act.name, act.year, act.title, from_context=context is not None))
+            found.append(Citation(quote, c.start, c.end, article, unit, words, act.act,
+                                  act.name, act.year, act.title, from_context=context is not None,
+                                  foreign=act.foreign))
     return found
 
 
-def _act_words(words: str, quote: str, context: Cited | None) -> str:
-    """The words naming the act: after the article list, or (from the sentence) the mention itself."""
-    if context is not None:
-        return words
-    m = re.match(r"(?i)(?:art\.|artykuł\w*)\s*\S.*?(?=\s(?:k\.|kodeks|ustaw|\(|DU/|MP/|Dz)|$)", quote)
-    return quote[m.end():].strip() if m else quote
+def _words(text: str, c: Cited) -> str:
+    """The words naming the act: after the article list, or the mention itself."""
+    return " ".join(text[max(c.start, c.list_end):c.end].split())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.core.act_id import InvalidActId, parse_act_id
 from pipeline.core.codes import code_name_at, code_named
@@ -404,19 +404,39 @@ class Cited:
     title: str | None = None  # by title: "ustawy z dnia 6 listopada 2008 r. o prawach pacjenta …"
     name: str | None = None  # its name: "o prawach pacjenta …", "Kodeks pracy"
     year: int | None = None  # the year of its date
+    foreign: str | None = None  # an act outside the Dziennik Ustaw, as Polish writing names it ("RODO")
+    anaphoric: bool = False  # "tej ustawy", "powołanej ustawy": the act named last before it
+    list_end: int = -1  # where the "art. …" list ends and the act's words begin (-1: no list)
 
 
 # After a list, in a text other than a statute (a letter, an answer): a code's abbreviation ("k.p.", "kp"),
 # an act named without its date ("ustawy o prawach pacjenta"), an ELI id.
 _ABBREVIATION = re.compile(r"^\s*(?P<abbr>k\.(?:\s?[a-ząćęłńóśźż]\.){1,3}|k[a-ząćęłńóśźż]{1,3}(?!\w))",
                            re.IGNORECASE)  # "k.p.", "k. p. c.", "kpc", "KP"
+# An act's name written without its date ends where the sentence goes on to cite it or says something else.
+_NAME_END = r"(?=\s+(?:w\s+|z\s+|na\s+)?(?:art\.|artykuł|§|stanowi|przewiduje|określa|mówi)|[,;:.()]|\n|$)"
 _BY_NAME = re.compile(r"^\s*(?:tej\s+)?(?:ustawy|ustawą|ustawie|ustawa)\s+(?P<name>o\s+[^()\n;,.:]{3,160}?)"
                       r"(?=\s+(?:w\s+|z\s+|na\s+)?(?:art\.|artykuł|§|stanowi|przewiduje|określa|mówi)|[,;:.()]|\n|$)",
                       re.IGNORECASE)
+# "ustawy – Prawo przedsiębiorców": an act named by the title after its kind's dash, without its date.
+_BY_DASH_NAME = re.compile(rf"^\s*(?:tej\s+)?(?:ustawy|ustawą|ustawie|ustawa)\s+[–—-]\s*(?P<name>[A-ZĄĆĘŁŃÓŚŹŻ][^()\n;,.:]{{2,160}}?)"
+                           rf"{_NAME_END}")
+# A title named by its head noun in the genitive, as after "art. 5": "Prawa bankowego", "Prawa komunikacji
+# elektronicznej", "Ordynacji podatkowej", "Kodeksu rodzinnego" (a code the table does not know).
+_HEADS = {"Prawa": "Prawo", "Ordynacji": "Ordynacja", "Kodeksu": "Kodeks", "Przepisów": "Przepisy"}
+_BY_HEAD = re.compile(rf"^\s*(?P<head>{'|'.join(_HEADS)})\s+(?P<rest>[a-ząćęłńóśźż][^()\n;,.:]{{2,120}}?){_NAME_END}")
+# The Constitution (Dz. U. 1997 nr 78 poz. 483), and acts of the European Union by the names Polish writing
+# gives them: not acts of the Dziennik Ustaw, so never stored here.
+_CONSTITUTION = re.compile(r"^\s*Konstytucji(?:\s+(?:RP|Rzeczypospolitej\s+Polskiej))?\b")
+CONSTITUTION = "DU/1997/483"
+_FOREIGN = {"RODO": "Regulation (EU) 2016/679 (GDPR)", "TFUE": "the Treaty on the Functioning of the European Union",
+            "TUE": "the Treaty on European Union", "KPP": "the Charter of Fundamental Rights of the European Union"}
+_FOREIGN_NAME = re.compile(rf"^\s*(?P<abbr>{'|'.join(_FOREIGN)})\b")
+# "tej ustawy", "powołanej ustawy", "tego kodeksu": the act the text named last.
+_ANAPHORA = re.compile(r"^\s*(?:tej|tejże|niniejszej|powołanej|przywołanej|wymienionej|wskazanej|tego|tegoż|"
+                       r"powołanego|wymienionego)\s+(?:ustawy|kodeksu|aktu|rozporządzenia)\b", re.IGNORECASE)
 _ELI_ID = re.compile(r"^\s*\(?\s*(?P<eli>(?:DU|MP)/\d{4}/\d+)\b")
 _WORD_JOURNAL = re.compile(r"^\s*(?:ustaw\w*|rozporządzeni\w*|akt\w*)\s*(?=\()", re.IGNORECASE)
-# An act's name written without its date ends where the sentence goes on to cite it or says something else.
-_NAME_END = r"(?=\s+(?:w\s+|z\s+|na\s+)?(?:art\.|artykuł|§|stanowi|przewiduje|określa|mówi)|[,;:.()]|\n|$)"
 
 
 def cited_in(text: str) -> list[Cited]:
@@ -425,6 +445,9 @@ def cited_in(text: str) -> list[Cited]:
     position, an ELI id; ``named`` False where none follows (the caller may know the act otherwise)."""
     found: list[Cited] = []
     for m in _ARTICLES.finditer(text):
+        if found and found[-1].list_end < 0:
+            found[-1] = replace(found[-1], list_end=previous_end)
+        previous_end = m.end()
         targets = [(a, u) for a, u in _expand(_split_items(m.group("list"))) if a is not None]
         if not targets:
             continue
@@ -450,12 +473,30 @@ def cited_in(text: str) -> list[Cited]:
             found.append(Cited(m.start(), m.end() + n.end(), targets, True, code_named(name, abbreviations=False),
                                name=name))
             continue
+        if (n := _BY_DASH_NAME.match(after)) or (n := _BY_HEAD.match(after)):  # "ustawy – Prawo …", "Prawa …"
+            name = " ".join((n.group("name") if "name" in n.groupdict() else
+                             f"{_HEADS[n.group('head')]} {n.group('rest')}").split())
+            found.append(Cited(m.start(), m.end() + n.end(), targets, True, code_named(name, abbreviations=False),
+                               name=name))
+            continue
+        if c := _CONSTITUTION.match(after):
+            found.append(Cited(m.start(), m.end() + c.end(), targets, True, CONSTITUTION, name="Konstytucja"))
+            continue
+        if f := _FOREIGN_NAME.match(after):
+            found.append(Cited(m.start(), m.end() + f.end(), targets, True, None, name=f.group("abbr"),
+                               foreign=_FOREIGN[f.group("abbr")]))
+            continue
+        if a := _ANAPHORA.match(after):
+            found.append(Cited(m.start(), m.end() + a.end(), targets, False, anaphoric=True))
+            continue
         fields, end = _whose(text, m.end(), "", {})
         if fields["kind"] == "external":
             found.append(Cited(m.start(), end, targets, True, fields.get("target_act"), fields.get("target_title"),
                                fields.get("target_name"), fields.get("target_year")))
             continue
         found.append(Cited(m.start(), m.end(), targets, False))
+    if found and found[-1].list_end < 0:
+        found[-1] = replace(found[-1], list_end=previous_end)
     return found
 
 
@@ -467,11 +508,13 @@ def acts_named_in(text: str) -> list[tuple[int, Cited]]:
         act, title = cited_act(text[m.start():])
         found.append((m.start(), Cited(m.start(), m.end(), [], True, act, title, _name_of(m.group("title")),
                                        int(m.group("date")[-4:]))))
-    for m in re.finditer(rf"\b(?:ustaw[aąyie]\w*)\s+(?P<name>o\s+[^()\n;,.:]{{3,160}}?){_NAME_END}", text,
-                         re.IGNORECASE):
+    for m in re.finditer(rf"\b(?:ustaw[aąyie]\w*)\s+(?P<name>o\s+[^()\n;,.:]{{3,160}}?|[–—-]\s*[A-ZĄĆĘŁŃÓŚŹŻ]"
+                         rf"[^()\n;,.:]{{2,160}}?){_NAME_END}", text, re.IGNORECASE):
         if not any(s <= m.start() < c.end for s, c in found):
-            name = " ".join(m.group("name").split())
+            name = _name_of(m.group("name"))
             found.append((m.start(), Cited(m.start(), m.end(), [], True, None, name=name)))
+    for m in re.finditer(r"\bKonstytucj[aiąę](?:\s+(?:RP|Rzeczypospolitej\s+Polskiej))?\b", text):
+        found.append((m.start(), Cited(m.start(), m.end(), [], True, CONSTITUTION, name="Konstytucja")))
     for m in re.finditer(r"\b(?P<code>Kodeks\w*\s+(?:postępowania\s+)?\w+(?:\s+\w+)?)", text):
         if code := code_named(m.group("code"), abbreviations=False):
             found.append((m.start(), Cited(m.start(), m.end(), [], True, code, name=m.group("code"))))

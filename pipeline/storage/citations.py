@@ -18,9 +18,12 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pipeline.core import units
+from pipeline.core.codes import code_named
+from pipeline.core.dates import parse_date
 from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
+from pipeline.sources.record import short_title
 from pipeline.storage.articles import in_force_wording, require_date
 from pipeline.storage.db import read_only
 from pipeline.storage.legal_time import units_not_in_force
@@ -30,38 +33,112 @@ OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
 STATUSES = (OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS)
 
 _DASHES = re.compile(r"\s*[–—-]\s*")
+# A title's own footnote mark runs on into some stored titles ("Prawo telekomunikacyjne 1) Niniejsza ustawa …").
+_TITLE_NOTE = re.compile(r"\s+\d{1,2}\)\s.*$")
 
 
 def _norm(name: str) -> str:
     return _DASHES.sub(" - ", " ".join(name.lower().split()))
 
 
-def _candidates(conn: psycopg.Connection, c: Citation) -> tuple[list[str], str | None]:
+def _name(text: str) -> str:
+    """An act's name, comparable: "– Prawo bankowe" / "ustawy o ochronie danych" → "prawo bankowe" /
+    "o ochronie danych" (the kind of act and a leading dash dropped)."""
+    name = _norm(_TITLE_NOTE.sub("", text)).strip(" -")
+    return re.sub(r"^(?:ustaw[aąyie]\w*|kodeks\w*(?= postępowania| karn| cywil| prac| spółek| rodz| wykr))\s+(?=o\s)", "",
+                  name).strip(" -")
+
+
+def _starts(words: list[str], prefix: list[str]) -> bool:
+    return len(prefix) <= len(words) and words[:len(prefix)] == prefix
+
+
+def _by_name(rows: list[dict], cited: str, year: int | None,
+             date: dt.date | None = None) -> tuple[list[dict], str | None]:
+    """The stored acts a name fits, the closest fit first: the same name; a stored name the cited words begin
+    with (a name written without its date runs on into the sentence: "– Prawo przedsiębiorców stosuje się
+    …"), the longest; the cited words beginning a stored name ("Prawo telekomunikacyjne" of a title that
+    prints its footnote); else the first three or more cited words inside a stored title. A year (of the
+    act's date, as cited) keeps the acts of that year where several fit; a whole date (a title cited with it)
+    keeps the acts of that date, whose date is known."""
+    words = _name(cited).split()
+    if not words:
+        return [], None
+    named = [(r, _name(r["short"] or "").split()) for r in rows]
+    found: list[dict] = [r for r, n in named if n == words]
+    matched = " ".join(words)
+    if not found:
+        longest = max((len(n) for r, n in named if n and _starts(words, n)), default=0)
+        found = [r for r, n in named if n and len(n) == longest and _starts(words, n)]
+        matched = " ".join(words[:longest])
+    if not found and len(words) >= 2:
+        found = [r for r, n in named if _starts(n, words)]
+        matched = " ".join(words)
+    if not found:
+        for n in range(len(words), min(len(words), 3) - 1, -1):
+            matched = " ".join(words[:n])
+            found = [r for r in rows if r["title"] and matched in _norm(r["title"])]
+            if found:
+                break
+    if date is not None:
+        # The act's date as cited tells acts of one name apart; a text whose own date is not known goes with the
+        # stored texts of its name (texts of one act), so that one known date decides for all of them.
+        dated = {n: {r["act_date"] for r in found if _name(r["short"] or "") == n and r["act_date"]}
+                 for n in {_name(r["short"] or "") for r in found}}
+        found = [r for r in found if not dated[_name(r["short"] or "")] or date in dated[_name(r["short"] or "")]]
+    elif len(found) > 1 and year:
+        kept = [r for r in found if (r["act_date"].year if r["act_date"] else int(r["base_eli"].split("/")[1])) == year]
+        found = kept or found
+    return found, (matched if found else None)
+
+
+def _one_act(conn: psycopg.Connection, found: list[dict], as_of: dt.date | None) -> list[dict]:
+    """Stored acts of one name and one date are texts of one act stored apart (the mirror's records do not link
+    an act to its consolidated texts): of those, the text in force on the date, else the earliest."""
+    if len(found) < 2 or len({_name(r["short"] or "") for r in found}) > 1 \
+            or len({r["act_date"] for r in found if r["act_date"]}) > 1:
+        return found
+    bases = [r["base_eli"] for r in found]
+    newest = conn.execute("SELECT base_eli FROM versions_as_of(%s) WHERE base_eli = ANY(%s) "
+                          "ORDER BY valid_from DESC NULLS LAST LIMIT 1", (as_of, bases)).fetchone()
+    if newest is None:
+        newest = conn.execute("SELECT base_eli FROM act_versions WHERE base_eli = ANY(%s) "
+                              "ORDER BY valid_from NULLS LAST LIMIT 1", (bases,)).fetchone()
+    return [r for r in found if r["base_eli"] == newest[0]]
+
+
+def _candidates(conn: psycopg.Connection, c: Citation, as_of: dt.date | None) -> tuple[list[str], str | None, str | None]:
     """The stored base acts the citation's act may be: by its ELI id (a code's base act, a Dz. U. position:
-    the act itself or a stored text of it), else by its name (and the year of its date, where that tells
-    two apart) among the stored acts' titles; and the words of the name that found them."""
+    the act itself or a stored text of it), else by its name (and the year of its date) among the stored
+    acts' names; the words of the name that found them; and a note where the act was found otherwise than
+    the words say (an older consolidated text's Dz. U. position, texts of one act stored apart)."""
+    note = None
     if c.act is not None:
-        return [r[0] for r in conn.execute(
+        bases = [r[0] for r in conn.execute(
             "SELECT DISTINCT base_eli FROM acts WHERE (eli = %(a)s OR base_eli = %(a)s) "
-            "AND EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = acts.base_eli)", {"a": c.act})], None
+            "AND EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = acts.base_eli)", {"a": c.act})]
+        # A code named (its base act) is that code: "Kodeks karny wykonawczy" is not "Kodeks karny" run on.
+        if bases or not c.name or code_named(c.name, abbreviations=False) == c.act:
+            return bases, None, None
+        # A Dz. U. position of a text not stored (an older consolidated text), with the act's title and date:
+        # the act is the one that title and date name.
+        note = f"{c.act} (the position cited) is not stored"
     if not c.name:
-        return [], None
-    name = _norm(c.name.removeprefix("– ").removeprefix("- "))
-    rows = conn.execute("SELECT DISTINCT a.base_eli, a.title FROM acts a "
-                        "WHERE EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = a.base_eli)").fetchall()
-    # The name as printed may run on ("o prawach pacjenta w zakresie …"): its first words find the act.
-    words = name.split()
-    for n in range(len(words), min(len(words), 3) - 1, -1):
-        prefix = " ".join(words[:n])
-        found = sorted({base for base, title in rows if title and prefix in _norm(title)})
-        if found:
-            break
-    else:
-        return [], None
-    if len(found) > 1 and c.year:
-        dated = [b for b in found if re.search(rf"/{c.year}/", b)]
-        found = dated or found
-    return found, prefix
+        return [], None, None
+    rows = conn.cursor(row_factory=dict_row).execute(
+        "SELECT DISTINCT ON (base_eli) base_eli, title, act_date FROM act_currency a "
+        "WHERE EXISTS (SELECT 1 FROM act_versions v WHERE v.base_eli = a.base_eli) ORDER BY base_eli, eli = base_eli DESC"
+    ).fetchall()
+    for r in rows:
+        r["short"] = short_title(r["title"])
+    found, matched = _by_name(rows, c.name, c.year, parse_date(c.title) if c.title else None)
+    chosen = _one_act(conn, found, as_of)
+    if len(chosen) == 1 and len(found) > 1:
+        apart = ", ".join(r["base_eli"] for r in found)
+        note = (note + "; " if note else "") + f"texts of one act stored apart ({apart}): the one in force checked"
+    elif len(chosen) == 1 and note:
+        note += f"; checked against {chosen[0]['base_eli']}, the stored text of the act its title names"
+    return [r["base_eli"] for r in chosen], matched, (note if chosen else None)
 
 
 def _quote_to(quote: str, name: str | None) -> str:
@@ -90,16 +167,18 @@ def _top_units(text: str) -> list[str]:
 
 def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
     out = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
-           "article": c.article, "unit": c.unit, "status": None, "why": None, "text": None, "version_no": None,
-           "valid_from": None, "checked_as_of": day, "in_force_from": None, "in_force_until": None,
-           "sha256": None, "candidates": [], "ingest": None}
-    bases, name = _candidates(conn, c)
+           "article": c.article, "unit": c.unit, "status": None, "why": None, "note": None, "text": None,
+           "version_no": None, "valid_from": None, "checked_as_of": day, "in_force_from": None,
+           "in_force_until": None, "sha256": None, "candidates": [], "ingest": None}
+    bases, name, out["note"] = _candidates(conn, c, as_of)
     if name and not c.from_context and not c.title:
         out["quote"] = _quote_to(c.quote, name)
         out["end"] = c.start + len(out["quote"]) if out["quote"] != c.quote else c.end
     if not bases:
         out["status"] = ACT_NOT_STORED
-        if c.act:
+        if c.foreign:  # EU law: not an act of the Dziennik Ustaw, nothing to ingest
+            out["why"] = f"{c.name} is {c.foreign}, not an act of the Dziennik Ustaw: not stored here"
+        elif c.act:
             out["ingest"] = f"pipeline ingest --act {c.act} --latest"
             out["why"] = f"{c.act} is not stored"
         else:
@@ -117,6 +196,16 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
     if version is None:
         earliest = conn.execute("SELECT eli, min(valid_from) FROM act_versions WHERE base_eli = %s GROUP BY eli "
                                 "ORDER BY 2 NULLS LAST LIMIT 1", (base,)).fetchone()
+        # No article of that number in any stored text: a wrong number whenever the act comes into force.
+        if not conn.execute("SELECT 1 FROM articles ar JOIN act_versions v USING (version_id) "
+                            "WHERE v.base_eli = %s AND ar.article = %s LIMIT 1", (base, c.article)).fetchone():
+            last = conn.execute("SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
+                                "WHERE v.base_eli = %s ORDER BY v.version_no DESC, ar.ordinal DESC LIMIT 1",
+                                (base,)).fetchone()
+            out.update(status=NOT_FOUND, act=base, text=earliest[0] if earliest else None,
+                       why=f"no stored text of {base} has art. {c.article}"
+                           + (f" (its last article is art. {last[0]})" if last else ""))
+            return out
         out.update(status=NOT_IN_FORCE, act=base, text=earliest[0] if earliest else None,
                    why=f"no stored text of {base} is in force on {day}"
                        + (f" (the earliest from {earliest[1]})" if earliest and earliest[1] else ""))
@@ -136,6 +225,10 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
     row = in_force_wording(rows, day)
     out.update(in_force_from=row["in_force_from"], in_force_until=row["in_force_until"])
     wording = row["text"]
+    if row["repealed"]:  # "Art. 96. (uchylony)": whichever unit is cited, the article is gone
+        out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
+        out.update(status=NOT_IN_FORCE, why=f"art. {c.article} is repealed (uchylony) in {version['eli']}")
+        return out
     if c.unit:
         held = _unit_lines(wording, c.unit)
         if held is None:

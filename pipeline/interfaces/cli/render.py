@@ -226,11 +226,12 @@ def checked(result: Any) -> None:
                    "art. 154 § 1 k.p.)", err=True)
         return
     for c in result.citations:
-        where = f"art. {c['article']}" + (f" {c['unit']}" if c["unit"] else "")
+        where = printed(f"art. {c['article']}" + (f" {c['unit']}" if c["unit"] else ""))
         against = f"  [{c['text']} v{c['version_no']}, {c['checked_as_of']}]" if c["text"] else ""
         click.echo(f"{c['status']:<15} {c['quote']}  →  {c['act'] or '?'} {where}{against}")
-        if c["why"]:
-            click.echo(f"{'':<16}{c['why']}")
+        for line in (c["why"], c.get("note")):
+            if line:
+                click.echo(f"{'':<16}{printed(line)}")
         if c["candidates"]:
             click.echo(f"{'':<16}candidates: {', '.join(c['candidates'])}")
         if c["ingest"]:

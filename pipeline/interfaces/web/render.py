@@ -97,7 +97,7 @@ def marked_text(text: str, citations: list[dict]) -> Markup:
             continue
         status = max((c["status"] for c in found), key=worst.index)
         note = "; ".join(f"art. {c['article']}{' ' + c['unit'] if c['unit'] else ''}: {CHECK_STATUSES[c['status']]}"
-                         + (f" ({c['why']})" if c["why"] else "") for c in found)
+                         + "".join(f" ({line})" for line in (c["why"], c.get("note")) if line) for c in found)
         out.append(escape(text[pos:start]))
         out.append(Markup('<mark class="cite {}" title="{}">{}</mark>').format(status, note, text[start:end]))
         pos = end
