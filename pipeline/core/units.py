@@ -71,6 +71,23 @@ def opens_unit(line: str, *, kinds: tuple[str, ...] = KINDS) -> bool:
     return found is not None and found.kind in kinds
 
 
+def label_of(cited: str) -> str | None:
+    """A regex of the label that opens the unit ``cited`` names ("ust. 2" -> "2\\.", "pkt 3a" -> "3a\\)"),
+    to find it in a wording; None for what has no label of its own (a tiret, a sentence)."""
+    word, _, number = cited.partition(" ")
+    kind = next((k for k, w in CITED.items() if w == word), None)
+    if kind is None or kind == TIRET or not number:
+        return None
+    return _FORMS[kind].format(re.escape(number))
+
+
+def shape_of(word: str) -> str | None:
+    """A regex of any label of the kind running text cites with ``word`` ("ust." -> "\\d+….\\."); None for
+    a word no label has."""
+    kind = next((k for k, w in CITED.items() if w == word), None)
+    return SHAPES[kind] if kind is not None and kind != TIRET else None
+
+
 def cite(kind: str, number: str) -> str:
     """A unit as running text cites it: "§ 1", "ust. 2", "pkt 3", "lit. a", "tiret"."""
     return CITED[kind] if kind == TIRET else f"{CITED[kind]} {number}"

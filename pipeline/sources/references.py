@@ -15,12 +15,14 @@ by title with no journal reference anywhere in the article's act).
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pipeline.core.act_id import InvalidActId, parse_act_id
 from pipeline.core.codes import code_name_at, code_named
+from pipeline.core.dates import parse_date
 from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
 from pipeline.core.units import CITED, CITED_WORD, LETTERS, PARAGRAPH, SECTION
 from pipeline.sources.parse.model import Article
@@ -367,6 +369,15 @@ def cited_units(text: str, known: list[str] | None = None) -> list[tuple[str | N
             if target[0] is not None and target not in found:
                 found.append(target)
     return found
+
+
+def act_name_of(title: str) -> tuple[str | None, dt.date | None]:
+    """"ustawie z dnia 10 maja 2018 r. o ochronie danych osobowych" -> ("o ochronie danych osobowych",
+    2018-05-10): an act's name and date as a citation prints them (None where it prints none)."""
+    m = _ACT_BY_TITLE.search(title)
+    if not m:
+        return None, None
+    return _name_of(m.group("title")), parse_date(m.group("date"))
 
 
 def cited_act(text: str) -> tuple[str | None, str | None]:
