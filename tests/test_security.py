@@ -213,7 +213,7 @@ def reader(url: str):
     assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, version_articles, "
                                    "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
                                    "current_acts, lexeme_stats, corpus_stats, article_references, definitions, "
-                                   "article_timelines, entry_rules; and call: versions_as_of(), articles_as_of(), "
+                                   "article_timelines, entry_rules, amendment_changes; and call: versions_as_of(), articles_as_of(), "
                                    "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
                                    "text_search_exact(), sparse_query()")
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
@@ -227,7 +227,7 @@ def reader(url: str):
 @pytest.mark.parametrize("view", schema.READER_VIEWS)
 def test_reader_can_select_the_documented_views(view: str, reader) -> None:
     n = reader.execute(f"SELECT count(*) FROM {view}").fetchone()[0]  # fixed names
-    assert n > 0 or view == "thesaurus"
+    assert n > 0 or view in ("thesaurus", "amendment_changes")  # this corpus holds no amending act
 
 
 def _sql_doc() -> str:

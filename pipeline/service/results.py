@@ -112,6 +112,26 @@ TimelineRecord = TypedDict("TimelineRecord", {
 TimelineRecord.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
 
 
+class ChangeRecord(TypedDict):
+    __pydantic_config__ = OPEN  # type: ignore[misc]
+    act: str  # the amending act (its stored text)
+    unit: str  # where it says so: "art. 2 pkt 3 lit. a"
+    operation: str  # set_wording | add | repeal | renumber | replace_words | delete_words | insert_words | add_sentence | other
+    target_unit: str  # the unit of this article it changes ("ust. 2"; "" the article)
+    whole_act: bool  # a change to the whole act (its repeal)
+    after: str | None  # add: the unit it follows
+    in_force_from: dt.date | None  # when it takes effect; null: not determined (in_force_undetermined says why)
+    in_force_undetermined: str | None
+    status: str  # in_force (by the date asked) | pending (later) | undetermined
+    note: str  # the same as one Polish line
+    applied: bool  # false: the text shown does not carry it
+    text: str | None  # the wording it sets or adds
+    old_words: str | None
+    new_words: str | None
+    new_label: str | None
+    instruction: str  # the instruction's words, each wording elided
+
+
 class ArticleRecord(TypedDict):
     __pydantic_config__ = OPEN  # type: ignore[misc]
     citation: str
@@ -143,6 +163,10 @@ class ArticleRecord(TypedDict):
     timeline: list[TimelineRecord]
     units_not_in_force: list[dict]  # {unit, kind, from, until, note}: units not the law on the date
     citation_pl: dict  # {long, short}: as a Polish lawyer writes it
+    # After the text (revision 0011; docs/amendments.md): the text shown is the official one, and the changes
+    # stored amending acts make to this article (or the whole act) after it, none applied to it.
+    official: bool
+    changes: list[ChangeRecord]
 
 
 class ActRecord(TypedDict):
@@ -241,6 +265,7 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
         "wording": found.get("wording", 0), "wordings": found.get("wordings", []),
         "timeline": found.get("timeline", []), "units_not_in_force": found.get("units_not_in_force", []),
         "citation_pl": citation_pl(found["eli"], found["article"], "", found.get("currency"), found["act_title"]),
+        "official": True, "changes": found.get("changes", []),
     }
 
 

@@ -12,6 +12,8 @@ from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
 from pipeline.sources import chunk as chunking
 from pipeline.sources import definitions as definitions_rules
 from pipeline.sources import references as references_rules
+from pipeline.sources.amendments import Change
+from pipeline.sources.amendments import read_all as read_amendments
 from pipeline.sources.chunk import Chunk, Piece
 from pipeline.sources.definitions import Definition
 from pipeline.sources.parse.model import Article, Footnote, ParsedAct
@@ -60,6 +62,7 @@ class PreparedText:
     printed_date: dt.date | None = None  # the date the text prints: a Dz. U. PDF's masthead, an announcement's date
     consolidated: bool = False  # a consolidated text, by its record or its own title (a local file's record may not say)
     act_date: dt.date | None = None  # the act's own date as the text's title names it ("USTAWA z dnia 26 czerwca 1974 r.")
+    amendments: list[Change] = field(default_factory=list)  # the changes it makes to other acts (sources.amendments)
 
     @property
     def chunk_count(self) -> int:
@@ -85,7 +88,8 @@ def prepare(record: EliRecord, parsed: ParsedAct, *, source_sha256: str, max_cha
     return PreparedText(record, parsed.source_format, source_sha256, chunking.text_sha256(parsed.articles),
                         articles, legal_context(parsed.articles, under.base_eli), list(parsed.notes), printed,
                         under.is_consolidated_text or announced,
-                        parse_date(parsed.title) if _ACT_TITLE.match(parsed.title or "") else None)
+                        parse_date(parsed.title) if _ACT_TITLE.match(parsed.title or "") else None,
+                        read_amendments(parsed.articles))
 
 
 # A title that names the act itself with its date ("USTAWA z dnia 26 czerwca 1974 r. Kodeks pracy"), not an

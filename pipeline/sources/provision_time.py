@@ -32,7 +32,7 @@ from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 2; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change
+EXTRACTOR = f"time 3; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (3: later repeals)
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
 ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"

@@ -7,7 +7,7 @@ import datetime as dt
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.storage import currency, legal_time
+from pipeline.storage import amendments, currency, legal_time
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
@@ -119,6 +119,8 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
                         "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
     row["timeline"] = legal_time.timeline(conn, version_id, number)
     row["units_not_in_force"] = legal_time.units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
+    # The stored acts' changes after this text (revision 0011): told beside it, never applied to it.
+    row["changes"] = amendments.changes_after(conn, version_id, number, day)
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row

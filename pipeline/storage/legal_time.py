@@ -19,6 +19,7 @@ from pipeline.sources import provision_time, provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
+from pipeline.sources.references import cited_in
 from pipeline.sources.record import EliRecord, act_name
 
 EXTRACTOR = provision_time.EXTRACTOR
@@ -45,8 +46,8 @@ def write_sources(conn: psycopg.Connection, version_id: int, articles: Iterable[
 
 def versions_touched(conn: psycopg.Connection, eli: str) -> list[int]:
     """The versions whose time depends on what a text of ``eli`` brings: the texts of ``eli`` (its record),
-    the consolidated texts of ``eli`` when it is a base act (its publication date), and the texts of the
-    acts its texts state rules for (the act it introduces)."""
+    the consolidated texts of ``eli`` when it is a base act (its publication date), the texts of the acts its
+    texts state rules for (the act it introduces), and of those it repeals (whole, or by article)."""
     return [r[0] for r in conn.execute(
         """
         SELECT v.version_id FROM act_versions v
@@ -54,6 +55,9 @@ def versions_touched(conn: psycopg.Connection, eli: str) -> list[int]:
            OR v.base_eli IN (SELECT coalesce((SELECT a.base_eli FROM acts a WHERE a.eli = r.for_act), r.for_act)
                              FROM provision_rules r JOIN act_versions s USING (version_id)
                              WHERE s.eli = %(e)s AND r.for_act IS NOT NULL)
+           -- the acts it repeals, whole or by article (revision 0011)
+           OR v.base_eli IN (SELECT c.target_base_act FROM amendment_changes c
+                             WHERE c.source_act = %(e)s AND c.operation = 'repeal' AND c.target_unit = '')
         ORDER BY v.version_id
         """, {"e": eli})]
 
@@ -174,6 +178,8 @@ def refresh(conn: psycopg.Connection, version_id: int) -> provision_time.TextTim
                       None if consolidated or record is None else record.dates.entry_into_force, outside,
                       _elsewhere(conn, base, record.title if record else None), base)
     time = provision_time.read(facts)
+    _later_repeals(conn, version_id, base, text_date if consolidated else time.states_from or record_from, articles,
+                   time)
     _write(conn, version_id, ids, time)
     states_from = time.states_from
     conn.execute("UPDATE version_times SET published = %s, states_from = %s, extractor = %s, extracted_at = now() "
@@ -185,6 +191,34 @@ def refresh(conn: psycopg.Connection, version_id: int) -> provision_time.TextTim
     conn.execute("UPDATE act_versions SET valid_from = %s WHERE version_id = %s AND valid_from IS DISTINCT FROM %s",
                  (valid, version_id, valid))
     return time
+
+
+def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_from: dt.date | None,
+                   articles: list[Article], time: provision_time.TextTime) -> None:
+    """End the articles a later stored act repeals, whole ("Traci moc ustawa …", "uchyla się art. 5"), from the
+    day its repeal takes effect (revision 0011; storage.amendments): a repeal of a whole unit is determined,
+    unlike an edit of words. Not one the text already carries (its footnotes name the act), nor one whose
+    date the texts leave open (it is told beside the text, never guessed)."""
+    carried = {e.source_act for t in time.articles for e in t.events if e.source_act}
+    for r in conn.execute(
+            "SELECT source_act, source_article, amending_unit, target_article, in_force_from, instruction, kept "
+            "FROM amendment_changes WHERE target_base_act = %s AND source_act <> %s AND operation = 'repeal' "
+            "AND target_unit = '' AND in_force_from IS NOT NULL ORDER BY in_force_from", (base, base)).fetchall():
+        source_act, source_article, amending_unit, target, start, instruction, kept = r
+        if source_act in carried or (text_from is not None and start <= text_from):
+            continue
+        # What the repeal leaves in force ("z wyjątkiem art. 1, art. 3 ust. 1"): an article kept in part is
+        # not ended either (its other units' end is not a date this text shows).
+        stays = {article for c in cited_in(kept) for article, _ in c.targets} if kept else set()
+        spans = [(int(m.group(1)), int(m.group(2))) for m in re.finditer(r"(\d+)\S*\s*[–—-]\s*(\d+)", kept or "")]
+        unit = f"art. {source_article}" + (f" {amending_unit}" if amending_unit else "")
+        for a, t in zip(articles, time.articles):
+            lead = re.match(r"\d+", a.number)
+            within = lead is not None and any(lo <= int(lead.group()) <= hi for lo, hi in spans)  # "art. 4-7" keeps 4a
+            if (target is None or a.number == target) and a.number not in stays and not within \
+                    and (t.in_force_until is None or start < t.in_force_until):
+                t.in_force_until = start
+                t.events.append(provision_time.Event("repealed", "", start, None, instruction, source_act, unit))
 
 
 def _write(conn: psycopg.Connection, version_id: int, ids: list[int], time: provision_time.TextTime) -> None:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import psycopg
 
-from pipeline.storage import context, db, legal_time
+from pipeline.storage import amendments, context, db, legal_time
 from pipeline.core.redact import redact_url
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
@@ -17,7 +17,7 @@ from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 # the incremental revisions, as one step, whenever their content changes (pgai's incremental +
 # idempotent split). A revision never reads them: it runs its own frozen SQL.
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "legal_time.sql", "search.sql",
-                   "context.sql")
+                   "context.sql", "amendments.sql")
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
 from pipeline.core.errors import UsageError, one_line
@@ -226,7 +226,7 @@ def ensure_current(url: str) -> None:
                 "(pipeline db grant-reader) is for SQL through the views and search_chunks(); the pipeline "
                 "needs the role that owns its tables") from None
         if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
-            if (context.stale(conn) or legal_time.stale(conn)) and \
+            if (context.stale(conn) or legal_time.stale(conn) or amendments.stale(conn)) and \
                     not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
                 backfill_context(url)  # not on a standby: it serves reads, without what it lacks
             return
@@ -235,13 +235,14 @@ def ensure_current(url: str) -> None:
 
 
 def backfill_context(url: str) -> int:
-    """Read the legal context and the provision time of the versions the current rules have not read
-    (pipeline.storage.context, .legal_time); one upgrader at a time, as for migrations."""
+    """Read the legal context, the provision time and the amending instructions of the versions the current
+    rules have not read (pipeline.storage.context, .legal_time, .amendments); one upgrader at a time, as for
+    migrations."""
     with psycopg.connect(url) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (UPGRADE_LOCK,))
         try:
             conn.commit()
-            return context.backfill(conn) + legal_time.backfill(conn)
+            return context.backfill(conn) + legal_time.backfill(conn) + amendments.backfill(conn)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (UPGRADE_LOCK,))
             conn.commit()
@@ -258,7 +259,7 @@ def open_current() -> tuple[str, psycopg.Connection]:
 # Every view of docs/sql.md's table.
 READER_VIEWS = ("current_versions", "current_articles", "version_articles", "current_chunks", "embedding_status",
                 "embedding_texts", "thesaurus", "act_currency", "current_acts", "lexeme_stats", "corpus_stats",
-                "article_references", "definitions", "article_timelines", "entry_rules")
+                "article_references", "definitions", "article_timelines", "entry_rules", "amendment_changes")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
     "articles_as_of(date)",

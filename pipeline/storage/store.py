@@ -21,7 +21,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.sources.chunk import Piece
 from pipeline.sources.prepare import PreparedArticle, PreparedText
 from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
-from pipeline.storage import context, currency, legal_time
+from pipeline.storage import amendments, context, currency, legal_time
 from pipeline.storage.queue import enqueue_missing
 
 
@@ -166,6 +166,8 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
         legal_time.write_sources(conn, version_id, (p.article for p in articles), text.notes, text.printed_date, since,
                                  text.consolidated, text.act_date)
         legal_time.refresh(conn, version_id)
+        # The changes it makes to other acts (revision 0011); resolved to stored acts when read.
+        amendments.write(conn, version_id, text.amendments)
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0

@@ -136,7 +136,7 @@ def empty(url: str) -> str:
 def store_as_at(m, revision: str) -> None:
     """Make pipeline.storage.store write only what the schema at ``revision`` holds, as the pipeline of
     that revision did (``m``: a monkeypatch context): no chunk pieces before 0006, no legal context
-    before 0009, no provision time (nor articles.wording) before 0010."""
+    before 0009, no provision time (nor articles.wording) before 0010, no amending instructions before 0011."""
     from pipeline.storage import store
 
     if revision < "0006":
@@ -156,3 +156,5 @@ def store_as_at(m, revision: str) -> None:
                                      (version_id,)).fetchall())
 
         m.setattr(store, "copy_articles", copy_articles)
+    if revision < "0011":
+        m.setattr(store.amendments, "write", lambda *args: 0)

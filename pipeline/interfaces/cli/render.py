@@ -162,8 +162,22 @@ def article(found: dict) -> None:
                    + f" (pokazane: {found['wording']})")
     if found["currency"]:
         click.echo(f"Aktualność: {found['currency']['note']}")
+    changes(found["changes"])
     timeline(found["timeline"])
     legal_context(found)
+
+
+def changes(found: list[dict]) -> None:
+    """The stored changes after the text: each with its act, unit and date; the text above is the official one."""
+    if not found:
+        return
+    click.echo("Zmiany po tym tekście (tekst powyżej jest urzędowy, zmiany nie są w nim uwzględnione):")
+    for c in found:
+        click.echo(f"  {printed(c['note'])}")
+        if c["text"]:
+            click.echo(f"    „{printed(c['text'])}”")
+        elif c["old_words"]:
+            click.echo(f"    „{c['old_words']}”" + (f" → „{c['new_words']}”" if c["new_words"] else ""))
 
 
 def _span(start: object, end: object) -> str:

@@ -1,0 +1,113 @@
+"""The amending instructions of stored acts (revision 0011; read by pipeline.sources.amendments), and the
+changes that come after a stored text of the act they amend.
+
+Written with each new version (store.store_version) and, for versions read by older rules or stored before
+the revision, by :func:`backfill` (every command's schema check runs it when needed). Which stored act a
+change is to, and when it takes effect, are worked out when read (the view amendment_changes), so storing
+the amended act, or the act that dates the amending one, later needs no rewrite.
+
+A change comes after a text when it takes effect after the text's date and the text does not already carry
+it: a consolidated text's footnotes name the acts whose changes it includes (revision 0010's timeline). No
+wording is rebuilt here: each change is told beside the official text, never applied to it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import psycopg
+from psycopg.rows import dict_row
+
+from pipeline.sources import amendments as reader
+from pipeline.sources.amendments import Change
+from pipeline.sources.parse.model import Article
+
+EXTRACTOR = reader.EXTRACTOR
+
+
+def write(conn: psycopg.Connection, version_id: int, changes: Iterable[Change]) -> int:
+    """Store the changes a version's text makes (inside the caller's transaction); how many."""
+    conn.execute("DELETE FROM amendments WHERE version_id = %s", (version_id,))
+    n = 0
+    with conn.cursor().copy(
+            "COPY amendments (version_id, ordinal, source_article, amending_unit, target_as_written, target_act, "
+            "target_name, target_date, target_article, target_unit, operation, after_unit, wording, old_words, "
+            "new_words, new_label, kept, instruction) FROM STDIN") as copy:
+        for n, c in enumerate(changes, start=1):
+            copy.write_row((version_id, n, c.source_article, c.amending_unit, c.target_as_written, c.target_act,
+                            c.target_name, c.target_date, c.target_article, c.target_unit, c.operation, c.after,
+                            c.text, c.old_words, c.new_words, c.new_label, c.kept, c.instruction))
+    conn.execute("INSERT INTO amendment_extractions (version_id, extractor) VALUES (%s, %s) ON CONFLICT (version_id) "
+                 "DO UPDATE SET extractor = excluded.extractor, extracted_at = now()", (version_id, EXTRACTOR))
+    return n
+
+
+def stale(conn: psycopg.Connection) -> list[int]:
+    """Versions whose instructions the current rules have not read (stored before revision 0011, or read by
+    older rules)."""
+    return [r[0] for r in conn.execute(
+        "SELECT v.version_id FROM act_versions v LEFT JOIN amendment_extractions x USING (version_id) "
+        "WHERE x.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (EXTRACTOR,))]
+
+
+def backfill(conn: psycopg.Connection) -> int:
+    """Read again every stale version's stored articles, one transaction a version; how many were read."""
+    done = 0
+    for version_id in stale(conn):
+        with conn.transaction():
+            if conn.execute("SELECT 1 FROM act_versions WHERE version_id = %s FOR UPDATE", (version_id,)).fetchone():
+                articles = [Article(number, text, list(headings or []), repealed)
+                            for number, text, headings, repealed in conn.execute(
+                                "SELECT article, text, heading_path, repealed FROM articles "
+                                "WHERE version_id = %s AND wording IN (0, 1) ORDER BY ordinal", (version_id,))]
+                write(conn, version_id, reader.read_all(articles))
+                done += 1
+    return done
+
+
+def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: dt.date) -> list[dict]:
+    """The stored changes to ``article`` of the act whose text ``version_id`` is (and to the whole act) that
+    come after that text: in force by ``day`` or later, or not determined; in the amending acts' order. Each
+    {act, unit, operation, target_unit, in_force_from, in_force_undetermined, status, applied, text, ...}:
+    ``status`` "in_force" (takes effect by the day), "pending" (later), "undetermined"; ``applied`` is
+    always false: the official text is shown as it is, the change beside it."""
+    text = conn.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
+                        (version_id,)).fetchone()
+    if text is None:
+        return []
+    base, valid_from = text
+    # The acts whose changes the text already carries: its footnotes name them (revision 0010).
+    # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
+    # act repeals whole, and that act is no footnote of the text.)
+    carried = {r[0] for r in conn.execute(
+        "SELECT DISTINCT e.source_act FROM article_events e JOIN articles a USING (article_id) "
+        "WHERE a.version_id = %s AND e.source_act IS NOT NULL AND NOT EXISTS ("
+        "  SELECT 1 FROM amendment_changes c WHERE c.source_act = e.source_act AND e.kind = 'repealed' "
+        "  AND e.source_unit = 'art. ' || c.source_article || CASE WHEN c.amending_unit <> '' "
+        "                                                      THEN ' ' || c.amending_unit ELSE '' END)",
+        (version_id,))}
+    rows = conn.cursor(row_factory=dict_row).execute(
+        "SELECT source_act, source_article, amending_unit, target_article, target_unit, operation, after_unit, "
+        "wording, old_words, new_words, new_label, in_force_from, in_force_undetermined, instruction "
+        "FROM amendment_changes WHERE target_base_act = %s "
+        # the article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
+        "AND (target_article = %s OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
+        "AND source_act <> %s ORDER BY source_act, ordinal", (base, article, base)).fetchall()
+    out = []
+    for r in rows:
+        if r["source_act"] in carried:
+            continue
+        start = r["in_force_from"]
+        if start is not None and valid_from is not None and start <= valid_from:
+            continue  # in force by the text's own date: the text states the law after it
+        status = "undetermined" if start is None else "in_force" if start <= day else "pending"
+        unit = f"art. {r['source_article']}" + (f" {r['amending_unit']}" if r["amending_unit"] else "")
+        out.append({"act": r["source_act"], "unit": unit,
+                    "operation": r["operation"], "target_unit": r["target_unit"],
+                    "whole_act": r["target_article"] is None, "after": r["after_unit"],
+                    "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
+                                               r["target_article"] is None, r["new_label"], status, start),
+                    "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
+                    "status": status, "applied": False, "text": r["wording"], "old_words": r["old_words"],
+                    "new_words": r["new_words"], "new_label": r["new_label"], "instruction": r["instruction"]})
+    return out

@@ -1,0 +1,151 @@
+"""Amending instructions read by rule (revision 0011), on the mirror's real amending acts: every operation, the
+target act by its Dz. U. position, a code's name or its title and date, and the changes told after a stored
+text of the act they amend (never applied to it)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import psycopg
+import pytest
+from support.cli import run_cli
+from support.corpus import parsed_act, store_mirror_act
+from support.paths import require_mirror
+
+from pipeline import Service
+from pipeline.sources.amendments import read, read_all
+
+D = dt.date
+
+
+def _article(act: str, number: str):
+    require_mirror()
+    return next(a for a in parsed_act(act).articles if a.number == number)
+
+
+def _short(changes) -> list[tuple]:
+    return [(c.amending_unit, c.target_article, c.target_unit, c.operation) for c in changes]
+
+
+def test_an_instruction_list_is_read_leaf_by_leaf_and_wordings_are_never_instructions():
+    changes = read(_article("DU/2019/914", "1"))
+    assert {c.target_act for c in changes} == {"DU/2019/84"}  # the first Dz. U. position of the target
+    assert _short(changes) == [
+        ("pkt 1", "43", "ust. 2", "delete_words"),
+        ("pkt 2 lit. a", "44", "ust. 1 zdanie drugie", "set_wording"),
+        ("pkt 2 lit. b", "44", "ust. 1b", "repeal"),
+        ("pkt 2 lit. c", "44", "ust. 2", "set_wording"),  # "ust. 2 i 3 otrzymują brzmienie": one wording each
+        ("pkt 2 lit. c", "44", "ust. 3", "set_wording"),
+        ("pkt 2 lit. d", "44", "ust. 4", "repeal"),
+    ]
+    assert changes[0].old_words == "z zastrzeżeniem art. 44 ust. 1b"
+    assert changes[3].text.startswith("2. Odwołanie wnosi się") and changes[4].text.startswith("3. Do postępowania")
+    # The wording of art. 2 cites "art. 44 ust. 1 zdanie drugie ustawy …": a wording, not an instruction.
+    single = read(_article("DU/2019/914", "2"))
+    assert _short(single) == [("", "49", "zdanie pierwsze", "set_wording")]
+    assert single[0].target_name == "Prawo o ustroju sądów administracyjnych" and single[0].target_date == D(2002, 7, 25)
+    assert read(_article("DU/2019/914", "3")) == []  # a transitional provision amends nothing
+
+
+def test_add_renumber_and_the_unit_added_after():
+    changes = {(c.amending_unit, c.target_article, c.target_unit): c for c in read(_article("DU/2019/730", "161"))}
+    added = changes[("pkt 1", "5a", "")]
+    assert (added.operation, added.after, added.target_act) == ("add", "art. 5", "DU/2018/1000")
+    assert added.text.startswith("Art. 5a.")
+    renumbered, second = changes[("pkt 6", "108", "")], changes[("pkt 6", "108", "ust. 2")]
+    assert (renumbered.operation, renumbered.new_label) == ("renumber", "ust. 1")
+    assert (second.operation, second.text[:2]) == ("add", "2.")
+
+
+def test_ranges_are_spelled_by_the_labels_the_wording_opens():
+    changes = read_all([_article("DU/2026/252", "1")])
+    added = [c.target_unit for c in changes if c.amending_unit == "pkt 4 lit. j"]
+    # "po pkt 11 dodaje się pkt 11a–11n": which letters follow l is the wording's to say (ł in some acts).
+    assert added == [f"pkt 11{x}" for x in "abcdefghijklmn"]
+    assert all(c.after == "pkt 11" for c in changes if c.amending_unit == "pkt 4 lit. j")
+    # "kropkę zastępuje się średnikiem i dodaje się pkt 4": the punctuation, then the unit.
+    punct, add = [c for c in changes if c.amending_unit == "pkt 3 lit. a"]
+    assert (punct.operation, punct.target_unit, punct.old_words, punct.new_words) == ("replace_words", "ust. 1 pkt 3", ".", ";")
+    assert (add.operation, add.target_unit) == ("add", "ust. 1 pkt 4")
+    # Parts above the articles: "uchyla się rozdziały 4 i 5", a footnote of the title.
+    assert [(c.target_article, c.target_unit) for c in changes if c.amending_unit == "pkt 27"] == [
+        (None, "rozdział 4"), (None, "rozdział 5")]
+    assert [(c.target_unit, c.operation) for c in changes if c.amending_unit == "pkt 1"] == [
+        ("odnośnik nr 1 do tytułu", "set_wording")]
+
+
+def test_words_replaced_in_several_places_and_a_whole_act_repealed():
+    places = read(_article("DU/2018/1000", "113"))
+    assert [(c.target_article, c.target_unit, c.operation) for c in places] == [
+        ("1", "ust. 1 pkt 13", "replace_words"), ("36", "ust. 5 pkt 1", "replace_words"), ("48", "ust. 2", "replace_words")]
+    assert len({(c.old_words, c.new_words) for c in places}) == 1
+    repeal = read(_article("DU/2026/187", "160"))
+    assert [(c.target_act, c.target_article, c.target_unit, c.operation) for c in repeal] == [
+        ("DU/2019/1026", None, "", "repeal")]
+    # A repeal with exceptions: a plain list of articles stays in force (kept); chapters or conditions kept
+    # leave what stays undetermined by articles, so the repeal is kept as other and never applied.
+    with_articles = read(_article("DU/2024/1564", "101"))
+    assert [c.operation for c in with_articles] == ["repeal"]
+    conditional = read(_article("DU/2018/1000", "175"))
+    assert [(c.operation, c.target_act) for c in conditional] == [("other", "DU/2016/922")]
+    own_units = read(_article("DU/2024/1222", "68"))  # "Traci moc ustawa … – Prawo telekomunikacyjne …, z wyjątkiem ust. 2 i 3"
+    assert [(c.operation, c.amending_unit) for c in own_units] == [("other", "ust. 1")]
+    # Quotes the official text does not pair: kept as other, its words quoted, never guessed at.
+    broken = read(_article("DU/2024/1222", "51"))
+    assert [c.operation for c in broken] == ["other"] and broken[0].instruction
+
+
+@pytest.fixture(scope="module")
+def amended(server_url) -> str:
+    """The amending acts stored before what they amend: a change is resolved when read, not when stored."""
+    require_mirror()
+    from support.database import create_database
+
+    url = create_database(server_url, "amendments")
+    with psycopg.connect(url) as c:
+        for act in ("DU/2019/730", "DU/2026/187", "DU/2018/1000", "DU/2019/1026", "DU/2025/277"):
+            store_mirror_act(c, act)
+        c.commit()
+    return url
+
+
+def test_changes_after_a_text_are_told_beside_it_on_the_date_asked(amended):
+    with Service(amended, pool_size=1, warm=False) as law:
+        before = law.show("DU/2018/1000", "108", as_of=D(2019, 1, 1))
+        assert before["official"] is True and before["text"].startswith("Art. 108.")  # the official text, as it is
+        assert [(c["act"], c["unit"], c["operation"], c["status"], c["applied"]) for c in before["changes"]] == [
+            ("DU/2019/730", "art. 161 pkt 6", "renumber", "pending", False),
+            ("DU/2019/730", "art. 161 pkt 6", "add", "pending", False)]
+        assert before["changes"][0]["in_force_from"] == D(2019, 5, 4)
+        after = law.show("DU/2018/1000", "108", as_of=D(2019, 6, 1))
+        assert [c["status"] for c in after["changes"]] == ["in_force", "in_force"]
+        assert after["changes"][1]["text"].startswith("2. Tej samej karze podlega")
+        assert "wejdzie w życie" in before["changes"][0]["note"] and "w mocy od 2019-05-04" in after["changes"][0]["note"]
+        # A whole act repealed by a later one, from that act's own final provisions.
+        psych = law.show("DU/2019/1026", "8", as_of=D(2026, 12, 5))["changes"]
+        whole = [c for c in psych if c["whole_act"]]
+        assert [(c["act"], c["unit"], c["status"], c["in_force_from"]) for c in whole] == [
+            ("DU/2026/187", "art. 160", "pending", D(2028, 5, 19))]
+        # The repeal is determined: from its day the articles are no longer in force, and say why.
+        ended = law.show("DU/2019/1026", "8", as_of=D(2028, 6, 1))
+        assert ended["in_force"] is False and ended["in_force_until"] == D(2028, 5, 19)
+        assert ("repealed", "DU/2026/187", "art. 160") in {(e["kind"], e["source"]["act"], e["source"]["unit"])
+                                                           for e in ended["timeline"]}
+        assert [c["status"] for c in ended["changes"] if c["whole_act"]] == ["in_force"]
+        # Kodeks pracy of 2025 already carries the 2019 changes (its footnotes name them): none after it.
+        assert not [c for c in law.show("DU/2025/277", "22^1")["changes"] if c["act"] == "DU/2019/730"]
+
+
+def test_the_changes_view_and_the_cli(amended):
+    with psycopg.connect(amended) as c:
+        rows = c.execute("SELECT target_base_act, count(*) FROM amendment_changes WHERE source_act = 'DU/2019/730' "
+                         "AND target_base_act IS NOT NULL GROUP BY 1 ORDER BY 1").fetchall()
+        # The data protection act by its Dz. U. position, Kodeks pracy by its code's name.
+        assert dict(rows).keys() >= {"DU/1974/141", "DU/2018/1000"}
+        assert c.execute("SELECT count(*) FROM amendment_changes WHERE target_base_act IS NULL").fetchone()[0] > 300
+    shown = run_cli("show", "DU/2018/1000", "108", "--as-of", "2019-06-01", env={"DATABASE_URL": amended})
+    assert shown.returncode == 0, shown.stderr
+    assert "Zmiany po tym tekście (tekst powyżej jest urzędowy" in shown.stdout
+    assert "DU/2019/730 art. 161 pkt 6: dodanie (ust. 2), w mocy od 2019-05-04" in shown.stdout
+    as_json = json.loads(run_cli("show", "DU/2018/1000", "108", "--json", env={"DATABASE_URL": amended}).stdout)
+    assert as_json["official"] is True and {c["operation"] for c in as_json["changes"]} == {"renumber", "add"}
