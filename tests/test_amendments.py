@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import psycopg
 import pytest
@@ -13,7 +14,7 @@ from support.corpus import parsed_act, store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
-from pipeline.sources.amendments import read, read_all
+from pipeline.sources.amendments import read, read_all, rebuild
 
 D = dt.date
 
@@ -103,16 +104,45 @@ def amended(server_url) -> str:
 
     url = create_database(server_url, "amendments")
     with psycopg.connect(url) as c:
-        for act in ("DU/2019/730", "DU/2026/187", "DU/2018/1000", "DU/2019/1026", "DU/2025/277"):
+        for act in ("DU/2019/730", "DU/2026/187", "DU/2018/1000", "DU/2019/1026", "DU/2025/277", "DU/2019/1781"):
             store_mirror_act(c, act)
         c.commit()
     return url
 
 
+def test_rebuild_applies_whole_units_and_leaves_edits_of_words_undetermined():
+    text = "Art. 44. 1. Pierwszy.\n2. Drugi:\n1) a;\n2) b.\n3. Trzeci."
+    done = rebuild(text, [
+        {"operation": "set_wording", "target_unit": "ust. 2", "text": "2. Nowy:\n1) x."},
+        {"operation": "repeal", "target_unit": "ust. 1"},
+        {"operation": "add", "target_unit": "ust. 2a", "after": "ust. 2", "text": "2a. Dodany."},
+        {"operation": "add", "target_unit": "ust. 4", "after": None, "text": "4. Na końcu."},
+        {"operation": "replace_words", "target_unit": "ust. 3", "old_words": "Trzeci", "new_words": "Inny"},
+        {"operation": "set_wording", "target_unit": "ust. 9", "text": "9. Brak."},
+        {"operation": "add", "target_unit": "ust. 2a", "after": "ust. 2", "text": "2a. Znowu."},
+    ])
+    assert done.text == "Art. 44. 1. (uchylony)\n2. Nowy:\n1) x.\n2a. Dodany.\n3. Trzeci.\n4. Na końcu."
+    assert done.applied == (0, 1, 2, 3)
+    assert [(i, why.split(":")[0]) for i, why in done.undetermined] == [
+        (4, "an edit of words, a sentence or a part of the act"), (5, "the text has no ust. 9"),
+        (6, "the text already has ust. 2a")]
+    # "dotychczasową treść oznacza się jako ust. 1 i dodaje się ust. 2": the article's text becomes its ust. 1.
+    renumbered = rebuild("Art. 108. Kto utrudnia kontrolę,\npodlega grzywnie.", [
+        {"operation": "renumber", "target_unit": "", "new_label": "ust. 1"},
+        {"operation": "add", "target_unit": "ust. 2", "after": None, "text": "2. Tej samej karze."}])
+    assert renumbered.text == "Art. 108. 1. Kto utrudnia kontrolę,\npodlega grzywnie.\n2. Tej samej karze."
+    # "po pkt 4 dodaje się pkt 4a–4c": in their order, each after the one added before it.
+    group = [{"act": "DU/2026/252", "unit": "art. 1 pkt 19", "operation": "add", "target_unit": f"ust. 1 pkt 4{x}",
+              "after": "pkt 4", "text": f"4{x}) nowy;"} for x in "abc"]
+    chained = rebuild("Art. 11. 1. Operator:\n4) zgłasza;\n5) współdziała.", group + [
+        {"operation": "set_wording", "target_unit": "ust. 1 wprowadzenie do wyliczenia", "text": "Podmiot ważny:"}])
+    assert chained.text == "Art. 11. 1. Podmiot ważny:\n4) zgłasza;\n4a) nowy;\n4b) nowy;\n4c) nowy;\n5) współdziała."
+
+
 def test_changes_after_a_text_are_told_beside_it_on_the_date_asked(amended):
     with Service(amended, pool_size=1, warm=False) as law:
         before = law.show("DU/2018/1000", "108", as_of=D(2019, 1, 1))
-        assert before["official"] is True and before["text"].startswith("Art. 108.")  # the official text, as it is
+        assert before["official"] is True and before["text"].startswith("Art. 108.")  # nothing in force yet
         assert [(c["act"], c["unit"], c["operation"], c["status"], c["applied"]) for c in before["changes"]] == [
             ("DU/2019/730", "art. 161 pkt 6", "renumber", "pending", False),
             ("DU/2019/730", "art. 161 pkt 6", "add", "pending", False)]
@@ -120,6 +150,18 @@ def test_changes_after_a_text_are_told_beside_it_on_the_date_asked(amended):
         after = law.show("DU/2018/1000", "108", as_of=D(2019, 6, 1))
         assert [c["status"] for c in after["changes"]] == ["in_force", "in_force"]
         assert after["changes"][1]["text"].startswith("2. Tej samej karze podlega")
+        # On that day the wording is rebuilt, never called official; the official text is one step away.
+        assert after["official"] is False and [c["applied"] for c in after["changes"]] == [True, True]
+        assert after["text"].startswith("Art. 108. 1. Kto") and "\n2. Tej samej karze podlega" in after["text"]
+        assert after["official_text"] == before["text"]
+        assert law.show("DU/2018/1000", "108", as_of=D(2019, 6, 1), official=True)["text"] == before["text"]
+        # It says what the consolidated text of 2019 (DU/2019/1781) prints, whose footnote names DU/2019/730.
+        later = law.show("DU/2019/1781", "108", official=True)["text"]
+        assert " ".join(after["text"].split()) == " ".join(re.sub(r"(?<=\.)\d+\)(?=\s|$)", "", later).split())
+        # An article the text lacks, added by a stored act: rebuilt from that act.
+        added = law.show("DU/2018/1000", "5a", as_of=D(2019, 6, 1))
+        assert added["official"] is False and added["text"].startswith("Art. 5a. 1. Administrator")
+        assert added["in_force_from"] == D(2019, 5, 4) and added["timeline"][0]["source"]["act"] == "DU/2019/730"
         assert "wejdzie w życie" in before["changes"][0]["note"] and "w mocy od 2019-05-04" in after["changes"][0]["note"]
         # A whole act repealed by a later one, from that act's own final provisions.
         psych = law.show("DU/2019/1026", "8", as_of=D(2026, 12, 5))["changes"]
@@ -143,9 +185,20 @@ def test_the_changes_view_and_the_cli(amended):
         # The data protection act by its Dz. U. position, Kodeks pracy by its code's name.
         assert dict(rows).keys() >= {"DU/1974/141", "DU/2018/1000"}
         assert c.execute("SELECT count(*) FROM amendment_changes WHERE target_base_act IS NULL").fetchone()[0] > 300
-    shown = run_cli("show", "DU/2018/1000", "108", "--as-of", "2019-06-01", env={"DATABASE_URL": amended})
+    env = {"DATABASE_URL": amended}
+    shown = run_cli("show", "DU/2018/1000", "108", "--as-of", "2019-06-01", env=env)
     assert shown.returncode == 0, shown.stderr
-    assert "Zmiany po tym tekście (tekst powyżej jest urzędowy" in shown.stdout
-    assert "DU/2019/730 art. 161 pkt 6: dodanie (ust. 2), w mocy od 2019-05-04" in shown.stdout
-    as_json = json.loads(run_cli("show", "DU/2018/1000", "108", "--json", env={"DATABASE_URL": amended}).stdout)
-    assert as_json["official"] is True and {c["operation"] for c in as_json["changes"]} == {"renumber", "add"}
+    lines = shown.stdout.splitlines()
+    assert lines[0].endswith("[brzmienie odtworzone z późniejszych zmian, nie tekst urzędowy]")
+    assert "[✓] DU/2019/730 art. 161 pkt 6: dodanie (ust. 2), w mocy od 2019-05-04" in shown.stdout
+    official = run_cli("show", "DU/2018/1000", "108", "--as-of", "2019-06-01", "--official", env=env)
+    assert "odtworzone" not in official.stdout.splitlines()[0]
+    assert "Zmiany po tym tekście (tekst powyżej jest urzędowy" in official.stdout
+    as_json = json.loads(run_cli("show", "DU/2018/1000", "108", "--json", env=env).stdout)
+    assert as_json["official"] is False and {c["operation"] for c in as_json["changes"]} == {"renumber", "add"}
+    assert as_json["official_text"].startswith("Art. 108. Kto")
+    # An article added after the text: not yet on a date before, with what will add it.
+    early = run_cli("show", "DU/2018/1000", "5a", "--as-of", "2019-01-01", env=env)
+    assert early.returncode == 1 and early.stderr.strip() == (
+        "Error: DU/2018/1000 has no art. 5a in the selected text (added by DU/2019/730 art. 161 pkt 1, in force "
+        "from 2019-05-04)")

@@ -225,7 +225,11 @@ when it is the law: `in_force` on `as_of` (today without it; null: the texts lea
 undetermined, `in_force_undetermined` quotes why), `in_force_from`, `in_force_until`, the wording in
 force that day (of two a consolidated text prints: `wordings`), `units_not_in_force` (units not yet in
 force or ended: never state them as law on that day) and `timeline` ({from, until, kind, unit,
-source: {act, unit}, text}: when it and its units entered, were worded, changed, repealed)."""
+source: {act, unit}, text}: when it and its units entered, were worded, changed, repealed). Later
+stored acts' changes come in `changes` ({act, unit, operation, status, applied, note, text, ...}); where
+they set, add or repeal whole units, `text` is the wording on the date rebuilt from them and
+`official` is false: say so when you quote it (it is not an official text; `official_text`, or
+official=true, gives the official one)."""
 
 COMPARE_DESCRIPTION = """Porównaj brzmienie artykułu w dwóch tekstach aktu. How one article's wording changed between two
 stored texts of its act: each text's id, version and date, `unchanged`, and the word diff as `ops`
@@ -297,9 +301,11 @@ def build_server(service: Service) -> MCPServer:
         version: Annotated[int | None, Field(ge=1, strict=True, description="a stored version of act (version_no)")] = None,
         offset: Annotated[int, Field(ge=0, strict=True, description="first character of the page")] = 0,
         max_chars: Annotated[int, Field(ge=200, le=50_000, strict=True, description="page size in characters")] = PAGE_CHARS,
+        official: Annotated[bool, Field(description="the official text as stored, not the wording rebuilt from later "
+                                                    "changes (official: false in the result marks a rebuilt one)")] = False,
     ) -> ArticleResult:
         with _reported_as(ToolError):
-            found = service.show(act, article, as_of=as_of, version_no=version)
+            found = service.show(act, article, as_of=as_of, version_no=version, official=official)
         text = found["text"]
         if offset and offset >= len(text):
             raise ToolError(f"offset {offset} is past the end of the article ({len(text)} characters)")

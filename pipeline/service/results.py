@@ -124,7 +124,8 @@ class ChangeRecord(TypedDict):
     in_force_undetermined: str | None
     status: str  # in_force (by the date asked) | pending (later) | undetermined
     note: str  # the same as one Polish line
-    applied: bool  # false: the text shown does not carry it
+    applied: bool  # true: applied to the rebuilt ``text``; false: the text shown does not carry it
+    why: str | None  # in force but not applied: why (an edit of words: its unit stays as the official text has it)
     text: str | None  # the wording it sets or adds
     old_words: str | None
     new_words: str | None
@@ -165,7 +166,8 @@ class ArticleRecord(TypedDict):
     citation_pl: dict  # {long, short}: as a Polish lawyer writes it
     # After the text (revision 0011; docs/amendments.md): the text shown is the official one, and the changes
     # stored amending acts make to this article (or the whole act) after it, none applied to it.
-    official: bool
+    official: bool  # false: ``text`` is a wording rebuilt from the official text and changes in force (never official)
+    official_text: str | None  # the official text, where ``text`` is rebuilt
     changes: list[ChangeRecord]
 
 
@@ -265,7 +267,8 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
         "wording": found.get("wording", 0), "wordings": found.get("wordings", []),
         "timeline": found.get("timeline", []), "units_not_in_force": found.get("units_not_in_force", []),
         "citation_pl": citation_pl(found["eli"], found["article"], "", found.get("currency"), found["act_title"]),
-        "official": True, "changes": found.get("changes", []),
+        "official": found.get("official", True), "official_text": found.get("official_text"),
+        "changes": found.get("changes", []),
     }
 
 

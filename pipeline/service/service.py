@@ -152,12 +152,13 @@ class Service:
                                    stream=stream, on_rewrite=on_rewrite, on_fragments=on_fragments,
                                    on_token=on_token)
 
-    def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None) -> dict:
+    def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None,
+             official: bool = False) -> dict:
         """One article: its text, headings, version, dates, currency and legal context: what it refers
         to, what refers to it, the definitions it uses; and every stored text of its act
         (:func:`results.article_record`)."""
         def run(conn: psycopg.Connection) -> tuple[dict, dict]:
-            found = articles.get_article(conn, act, article, as_of=as_of, version_no=version_no)
+            found = articles.get_article(conn, act, article, as_of=as_of, version_no=version_no, official=official)
             return found, {
                 "references": context.references_of(conn, found["version_id"], found["article"]),
                 "referenced_by": context.referenced_by(conn, found["base_eli"], found["article"]),

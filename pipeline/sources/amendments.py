@@ -294,6 +294,11 @@ def _last(unit: str) -> str:
     return " ".join(unit.split(" ")[-2:])
 
 
+def _wording(text: str) -> str:
+    """A wording as its units stand, a line each ("2. …\n1) …"), each line's spaces collapsed."""
+    return "\n".join(" ".join(line.split()) for line in text.split("\n") if line.strip())
+
+
 def _clean(text: str) -> str:
     return " ".join(text.split())
 
@@ -402,12 +407,12 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
             out.append(change(RENUMBER, article, loc_unit, new_label=label))
         elif (v := _VERB_SET.search(clause)) is not None:
             hole = _HOLE.search(clause, v.end())
-            text = q(hole.group(1)) if hole else None
+            text = _wording(quoted[int(hole.group(1))]) if hole else None
             units = _spell(targets(clause[:v.start()]), quoted[int(hole.group(1))] if hole else None)
             for a, u in units:
                 part = _wording_of(_last(u) if u else f"art. {a}", quoted[int(hole.group(1))],
                                    len(units)) if hole else None
-                out.append(change(SET_WORDING, a, u, text=_clean(part) if part else text))
+                out.append(change(SET_WORDING, a, u, text=_wording(part) if part else text))
         elif (v := _VERB_ADD.search(clause)) is not None:
             after = None
             head = clause[:v.start()]
@@ -418,7 +423,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
             subject = re.sub(r"\bw\s+brzmieniu\b.*$", "", subject, flags=re.IGNORECASE | re.DOTALL)
             if re.match(r"\s*zdani", subject, re.IGNORECASE):
                 unit = _join(loc_unit, _expand("zdanie", re.sub(r"(?i)^\s*zdani\w*", "", subject).strip() or None)[0])
-                out.append(change(ADD_SENTENCE, article, unit, text=q(hole.group(1)) if hole else None))
+                out.append(change(ADD_SENTENCE, article, unit, text=_wording(quoted[int(hole.group(1))]) if hole else None))
                 continue
             units = _spell(targets(subject), quoted[int(hole.group(1))] if hole else None) if _units(subject) else []
             if not units:
@@ -426,7 +431,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
                 continue
             for a, u in units:
                 part = _wording_of(_last(u) if u else f"art. {a}", quoted[int(hole.group(1))], len(units)) if hole else None
-                out.append(change(ADD, a, u, after=after, text=_clean(part) if part else None))
+                out.append(change(ADD, a, u, after=after, text=_wording(part) if part else None))
         elif (v := _VERB_REPEAL.search(clause)) is not None:
             subject = clause[v.end():] if _units(clause[v.end():]) else clause[:v.start()]
             for a, u in targets(subject):
@@ -555,3 +560,116 @@ def read_all(articles: Iterable[Article]) -> list[Change]:
     return [c for a in articles for c in read(a)]
 
 
+
+
+# --- a wording on a date, rebuilt from the official text and the changes in force by then ----------------
+
+# The units a change may set, add or repeal whole: those with a label of their own on a line.
+_LINE_UNITS = ("§", "ust.", "pkt", "lit.")
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """An article's wording with the changes applied that set, add, repeal or renumber whole units; ``applied``
+    and ``undetermined`` (with why) index the changes given. Never an official text."""
+
+    text: str
+    applied: tuple[int, ...]
+    undetermined: tuple[tuple[int, str], ...]
+
+
+def _block(paths: list[str], unit: str) -> list[int]:
+    return [i for i, p in enumerate(paths) if p == unit or p.startswith(unit + " ")]
+
+
+def _whole_units(unit: str) -> bool:
+    steps = unit.split(" ")
+    return len(steps) % 2 == 0 and all(steps[i] in _LINE_UNITS for i in range(0, len(steps), 2))
+
+
+def rebuild(text: str, changes: list[dict]) -> Rebuilt:
+    """``text`` (an article's official wording, a unit a line) with ``changes`` applied in order (each {operation,
+    target_unit, after, text, new_label}): a whole unit set, added after another or at the end of its parent,
+    repealed, or the article's text made its ust. 1 / § 1. A change this cannot apply by rule (words edited, a
+    sentence, a unit not found, a unit already there) is undetermined, with why: the text it would change is
+    not known to be the one the change was written for."""
+    applied: list[int] = []
+    undetermined: list[tuple[int, str]] = []
+    # "po pkt 4 dodaje się pkt 4a–4c": each unit of one instruction follows the one added before it.
+    added: dict[tuple, str] = {}
+    for i, c in enumerate(changes):
+        lines = text.split("\n")
+        start = label_end(lines[0])
+        paths = units.paths(lines, start)
+        op, unit, wording = c["operation"], c["target_unit"], c.get("text")
+        if op in (SET_WORDING, ADD) and not wording:
+            undetermined.append((i, "no wording was read for it"))
+            continue
+        intro = unit == "wprowadzenie do wyliczenia" or unit.endswith(" wprowadzenie do wyliczenia")
+        if op == SET_WORDING and intro:  # the words of a unit before its points: its first line, after its label
+            owner = unit.removesuffix("wprowadzenie do wyliczenia").strip()
+            block = _block(paths, owner) if owner else [0]
+            opened = units.label(lines[block[0]], start if block[0] == 0 else 0) if block and owner else None
+            if not block or (owner and opened is None) or len(block) < 2:
+                undetermined.append((i, f"the text has no {unit}"))
+                continue
+            head = lines[block[0]][:opened.end] if opened else lines[0][:start]
+            lines[block[0]] = head + wording
+            text = "\n".join(lines)
+            applied.append(i)
+            continue
+        if unit and not _whole_units(unit):
+            undetermined.append((i, f"{unit} is not a unit with a line of its own: only the words are changed"))
+            continue
+        if op == SET_WORDING and not unit:
+            text = wording if wording.startswith("Art.") else lines[0][:start] + wording
+        elif op == SET_WORDING:
+            block = _block(paths, unit)
+            if not block:
+                undetermined.append((i, f"the text has no {unit}"))
+                continue
+            new = wording.split("\n")
+            if block[0] == 0:  # the article's first unit sits on its label's line: "Art. 5. 1. …"
+                new[0] = lines[0][:start] + new[0]
+            text = "\n".join(lines[:block[0]] + new + lines[block[-1] + 1:])
+        elif op == ADD and unit:
+            if _block(paths, unit):
+                undetermined.append((i, f"the text already has {unit}"))
+                continue
+            parent = " ".join(unit.split(" ")[:-2])
+            group = (c.get("act"), c.get("unit"), parent, c.get("after"))
+            anchor = added.get(group) or (" ".join(filter(None, (parent, c.get("after")))) if c.get("after") else parent)
+            added[group] = unit
+            block = _block(paths, anchor) if anchor else list(range(len(lines)))
+            if not block:
+                undetermined.append((i, f"the text has no {anchor}"))
+                continue
+            text = "\n".join(lines[:block[-1] + 1] + wording.split("\n") + lines[block[-1] + 1:])
+        elif op == REPEAL and unit:
+            block = _block(paths, unit)
+            if not block:
+                undetermined.append((i, f"the text has no {unit}"))
+                continue
+            first = lines[block[0]]
+            at = start if block[0] == 0 else 0
+            opened = units.label(first, at)
+            if opened is None:
+                undetermined.append((i, f"{unit} has no label of its own to keep"))
+                continue
+            text = "\n".join(lines[:block[0]] + [first[:opened.end].rstrip() + " (uchylony)"] + lines[block[-1] + 1:])
+        elif op == REPEAL:
+            text = lines[0][:start] + "(uchylony)"
+        elif op == RENUMBER and not unit and all(p == "" for p in paths) and c.get("new_label"):
+            label = units.label_of(c["new_label"])
+            number = c["new_label"].partition(" ")[2]
+            if label is None:
+                undetermined.append((i, f"{c['new_label']} is not a label this can write"))
+                continue
+            printed_label = "§ " + number + "." if c["new_label"].startswith("§") else number + "."
+            text = lines[0][:start] + printed_label + " " + "\n".join(lines)[start:]
+        else:
+            undetermined.append((i, "an edit of words, a sentence or a part of the act: its effect on the wording "
+                                    "is not rebuilt"))
+            continue
+        applied.append(i)
+    return Rebuilt(text, tuple(applied), tuple(undetermined))

@@ -7,8 +7,9 @@ change is to, and when it takes effect, are worked out when read (the view amend
 the amended act, or the act that dates the amending one, later needs no rewrite.
 
 A change comes after a text when it takes effect after the text's date and the text does not already carry
-it: a consolidated text's footnotes name the acts whose changes it includes (revision 0010's timeline). No
-wording is rebuilt here: each change is told beside the official text, never applied to it.
+it: a consolidated text's footnotes name the acts whose changes it includes (revision 0010's timeline). The
+wording on a date is rebuilt only from changes that set, add, repeal or renumber whole units
+(:func:`rebuilt`); an edit of words leaves its unit as the official text has it, the change told beside it.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from pipeline.sources import amendments as reader
 from pipeline.sources.amendments import Change
@@ -69,9 +70,10 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
     """The stored changes to ``article`` of the act whose text ``version_id`` is (and to the whole act) that
     come after that text: in force by ``day`` or later, or not determined; in the amending acts' order. Each
     {act, unit, operation, target_unit, in_force_from, in_force_undetermined, status, applied, text, ...}:
-    ``status`` "in_force" (takes effect by the day), "pending" (later), "undetermined"; ``applied`` is
-    always false: the official text is shown as it is, the change beside it."""
-    text = conn.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
+    ``status`` "in_force" (takes effect by the day), "pending" (later), "undetermined"; ``applied`` false
+    (:func:`rebuilt` sets it for the changes it applies)."""
+    rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
+    text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
                         (version_id,)).fetchone()
     if text is None:
         return []
@@ -79,7 +81,7 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
     # The acts whose changes the text already carries: its footnotes name them (revision 0010).
     # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
     # act repeals whole, and that act is no footnote of the text.)
-    carried = {r[0] for r in conn.execute(
+    carried = {r[0] for r in rows.execute(
         "SELECT DISTINCT e.source_act FROM article_events e JOIN articles a USING (article_id) "
         "WHERE a.version_id = %s AND e.source_act IS NOT NULL AND NOT EXISTS ("
         "  SELECT 1 FROM amendment_changes c WHERE c.source_act = e.source_act AND e.kind = 'repealed' "
@@ -108,6 +110,21 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
                     "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
                                                r["target_article"] is None, r["new_label"], status, start),
                     "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
-                    "status": status, "applied": False, "text": r["wording"], "old_words": r["old_words"],
+                    "status": status, "applied": False, "why": None, "text": r["wording"], "old_words": r["old_words"],
                     "new_words": r["new_words"], "new_label": r["new_label"], "instruction": r["instruction"]})
     return out
+
+
+def rebuilt(text: str, changes: list[dict]) -> str | None:
+    """The wording on the date the changes were listed for: ``text`` with the changes in force by then that
+    set, add, repeal or renumber whole units of it (sources.amendments.rebuild), in the order they took
+    effect; each change gets ``applied`` and, where in force but not applied, ``why`` (its unit stays as the
+    official text has it). None when no change applies: the official text is the wording."""
+    due = sorted((c for c in changes if c["status"] == "in_force" and not c["whole_act"]),
+                 key=lambda c: c["in_force_from"])
+    result = reader.rebuild(text, due)
+    for i, why in result.undetermined:
+        due[i]["why"] = why
+    for i in result.applied:
+        due[i]["applied"] = True
+    return result.text if result.applied else None

@@ -72,9 +72,35 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
     return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
 
 
+def _added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> dict | None:
+    """An article the text lacks that a stored act added after it, in force by ``day`` ("po art. 5 dodaje się
+    art. 5a …"): its wording rebuilt from that act (and the later changes to it), never an official text."""
+    changes = amendments.changes_after(conn, version_id, number, day)
+    add = next((c for c in changes if c["operation"] == "add" and not c["target_unit"] and c["status"] == "in_force"
+                and c["text"]), None)
+    if add is None:
+        return None
+    add["applied"] = True
+    later = [c for c in changes if c is not add]
+    text = amendments.rebuilt(add["text"], later) or add["text"]
+    row = conn.cursor(row_factory=dict_row).execute(
+        "SELECT v.eli, a.title AS act_title, v.version_no, v.valid_from, v.version_id, v.base_eli, "
+        "(SELECT min(n.valid_from) FROM act_versions n WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) "
+        "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)).fetchone()
+    cur = currency.for_acts(conn, [row["eli"]], day).get(row["eli"])
+    return {**row, "article": number, "heading_path": [], "repealed": False, "text": text, "article_id": None,
+            "wording": 0, "in_force_from": add["in_force_from"], "in_force_until": None, "in_force_undetermined": None,
+            "in_force_basis": "other_act", "in_force": True, "wordings": [],
+            "timeline": [{"from": add["in_force_from"], "until": None, "kind": "added", "unit": "",
+                          "source": {"act": add["act"], "unit": add["unit"]}, "text": add["instruction"],
+                          "determined": True, "wording": 0}],
+            "units_not_in_force": [], "currency": cur.to_dict() if cur else None, "changes": changes,
+            "official": False, "official_text": None}
+
+
 @read_only
 def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
-                version_no: int | None = None) -> dict:
+                version_no: int | None = None, official: bool = False) -> dict:
     eli = str(parse_act_id(act))
     number = canonical_article(article)
     require_date(as_of)
@@ -107,20 +133,34 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         """,
         (day := as_of or dt.date.today(), version_id, number),
     ).fetchall()
+    if not rows and not official and version_no is None and (added := _added_later(conn, version_id, number, day)):
+        return added
     if not rows:
         # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.
         alike = [r[0] for r in conn.execute(
             "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
             "AND article LIKE '%%^%%' ORDER BY ordinal", (version_id, number))]
         hint = f" (did you mean art. {' or art. '.join(alike)}?)" if alike else ""
+        if not hint and version_no is None:  # added by a stored act, later than the date asked
+            later = next((c for c in amendments.changes_after(conn, version_id, number, day)
+                          if c["operation"] == "add" and not c["target_unit"]), None)
+            hint = f" (added by {later['act']} {later['unit']}, in force from {later['in_force_from'] or '?'})" \
+                if later else ""
         raise ArticleNotFound(f"{eli} has no art. {number} in the selected text{hint}")
     row = in_force_wording(rows, day)
     row["wordings"] = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
                         "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
     row["timeline"] = legal_time.timeline(conn, version_id, number)
     row["units_not_in_force"] = legal_time.units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
-    # The stored acts' changes after this text (revision 0011): told beside it, never applied to it.
+    # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in
+    # force by then that set, add, repeal or renumber whole units; the official text one step away. A picked
+    # version (--version) or official=True gives the official text alone.
     row["changes"] = amendments.changes_after(conn, version_id, number, day)
+    row["official"], row["official_text"] = True, None
+    if version_no is None and not official:
+        rebuilt = amendments.rebuilt(row["text"], row["changes"])
+        if rebuilt is not None:
+            row["official"], row["official_text"], row["text"] = False, row["text"], rebuilt
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row

@@ -188,13 +188,18 @@ def embed_cmd(batch_size: int | None, limit: int | None, as_json: bool) -> None:
 @click.argument("article", type=TOKEN)
 @click.option("--as-of", type=IsoDate(), help="The text in force on this date.")
 @click.option("--version", "version_no", type=click.IntRange(1), help="A specific stored version of ACT.")
+@click.option("--official", is_flag=True,
+              help="The official text as stored, without the later changes that set, add or repeal whole units.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @friendly
-def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, as_json: bool) -> None:
+def show_cmd(act: str, article: str, as_of: Any, version_no: int | None, official: bool, as_json: bool) -> None:
     """Print one article, e.g.  pipeline show DU/2025/277 151^1  (151¹ and 'art. 151^1' work too).
 
+    Where stored acts changed it after its text, the wording on the date is rebuilt from the changes that
+    set, add, repeal or renumber whole units, and marked so; --official prints the official text.
+
     ACT or ARTICLE given as - is read from standard input."""
-    found = service().show(act, article, as_of=day(as_of), version_no=version_no)
+    found = service().show(act, article, as_of=day(as_of), version_no=version_no, official=official)
     if as_json:
         # "eli": the act's id under its old key, kept for one release (CHANGELOG.md); "act" is the key.
         emit_json({**found, "eli": found["act"]})

@@ -144,6 +144,8 @@ def article(found: dict) -> None:
             f"text as of {found['valid_from'] or 'an unknown date'})")
     if found["repealed"]:
         head += " [uchylony]"
+    if not found["official"]:
+        head += " [brzmienie odtworzone z późniejszych zmian, nie tekst urzędowy]"
     click.echo(head)
     if found["heading_path"]:
         click.echo(" / ".join(found["heading_path"]))
@@ -171,11 +173,16 @@ def changes(found: list[dict]) -> None:
     """The stored changes after the text: each with its act, unit and date; the text above is the official one."""
     if not found:
         return
-    click.echo("Zmiany po tym tekście (tekst powyżej jest urzędowy, zmiany nie są w nim uwzględnione):")
+    rebuilt = any(c["applied"] for c in found)
+    click.echo("Zmiany po tym tekście (" + ("brzmienie powyżej odtworzone z oznaczonych [✓]; tekst urzędowy: --official"
+                                            if rebuilt else "tekst powyżej jest urzędowy, zmiany nie są w nim uwzględnione")
+               + "):")
     for c in found:
-        click.echo(f"  {printed(c['note'])}")
+        click.echo(f"  {'[✓] ' if c['applied'] else ''}{printed(c['note'])}")
+        if c.get("why"):
+            click.echo(f"    nie odtworzono: {c['why']}")
         if c["text"]:
-            click.echo(f"    „{printed(c['text'])}”")
+            click.echo(f"    „{printed(' '.join(c['text'].split()))}”")
         elif c["old_words"]:
             click.echo(f"    „{c['old_words']}”" + (f" → „{c['new_words']}”" if c["new_words"] else ""))
 

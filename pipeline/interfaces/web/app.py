@@ -157,11 +157,12 @@ class Web:
         number = request.path_params["article"]
         if as_of and version:
             raise PageError(400, "Podaj datę albo wersję, nie obie naraz.")
-        found = self.service.show(act, number, as_of=as_of, version_no=version)
+        official = request.query_params.get("official") == "1"  # the official text, not the rebuilt wording
+        found = self.service.show(act, number, as_of=as_of, version_no=version, official=official)
         versions = found["versions"]
         return self.render("article.html", title=f"{found['act']} art. {found['article']}", a=found,
                            units=units(found["text"]), versions=versions, has_diff=len(versions) > 1, as_of=as_of,
-                           form=self._form(acts=[found["act"]], as_of=as_of))
+                           official_asked=official, form=self._form(acts=[found["act"]], as_of=as_of))
 
     def check(self, request: Request, text: str = "", as_of: dt.date | None = None) -> Response:
         """"Sprawdź cytowania": a text pasted in (POST, so that a letter stays out of URLs and logs), each

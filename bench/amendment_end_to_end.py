@@ -1,0 +1,105 @@
+"""Rebuilt wordings against the official text published after the changes: end to end.
+
+    python -m bench.amendment_end_to_end [--show 10]
+
+For each pair (an act's earlier stored text, a later official text of it that the mirror holds), every unit
+the later text's footnotes attribute to a stored amending act ("W brzmieniu ustalonym przez art. 161 pkt 4
+ustawy … (Dz. U. poz. 730)", "Dodany przez …", "Uchylony przez …") is compared: the wording `pipeline show`
+rebuilds from the earlier text on the later text's date, against the later official text. Each unit is
+equal, different (listed, to be explained), or undetermined (the change is in force but not rebuilt: an edit
+of words; or no change was read for it). Needs a database holding the mirror (`pipeline ingest --source
+../shared/eli --all --no-embed`).
+"""
+from __future__ import annotations
+
+import collections
+import re
+
+from bench.common import parser
+
+# (earlier text, later official text): the mirror's records do not link them; their titles and dates do.
+PAIRS = (("DU/2018/1000", "DU/2019/1781"), ("DU/2002/1204", "DU/2024/1513"))
+_FROM_FOOTNOTES = ("added", "wording", "amended", "renumbered", "repealed")
+
+
+def _units(text: str) -> dict[str, str]:
+    from pipeline.core import units
+    from pipeline.core.numbering import label_end
+
+    lines = text.split("\n")
+    found: dict[str, list[str]] = collections.defaultdict(list)
+    for line, path in zip(lines, units.paths(lines, label_end(lines[0]))):
+        found[path].append(line)
+    return {path: _norm(" ".join(ls)) for path, ls in found.items()}
+
+
+def _norm(text: str) -> str:
+    text = re.sub(r"^Art\.\s*\S+\.\s*", "", text.strip())
+    text = re.sub(r"\s*\d{1,3}\)\s*$", "", text)  # a footnote mark at the end of a unit
+    return re.sub(r"\s+", " ", re.sub(r"\s*[–—-]\s*", " - ", text)).strip()
+
+
+def _block(units: dict[str, str], unit: str) -> str:
+    return " ".join(v for k, v in units.items() if k == unit or k.startswith(unit + " ")) if unit else \
+        " ".join(units.values())
+
+
+def main(argv: list[str] | None = None) -> None:
+    from pipeline import Service
+
+    ap = parser(__doc__, epilog=True)
+    ap.add_argument("--show", type=int, default=10, help="how many different / undetermined units to list")
+    args = ap.parse_args(argv)
+    with Service(pool_size=1, warm=False) as law:
+        stored = {a["act"] for a in law.acts(current_only=False)}
+        print(f"{'earlier':<14} {'later':<14} {'units':>5} {'equal':>6} {'different':>9} {'undetermined':>12}")
+        listed: list[str] = []
+        for earlier, later in PAIRS:
+            if earlier not in stored or later not in stored:
+                print(f"{earlier:<14} {later:<14}  (not stored)")
+                continue
+            toc = law.toc(later)
+            day = toc["valid_from"]
+            counts = collections.Counter()
+            numbers = list(dict.fromkeys(e["article"] if isinstance(e, dict) else e for e in toc["articles"]))
+            for number in numbers:
+                timeline = law.show(later, number, official=True)["timeline"]
+                # Each unit the later text attributes to a stored act, on the day that act's change holds
+                # (a consolidated text may print a wording that comes after its own date).
+                attributed = {(e["unit"], e["source"]["act"], max(day, e["from"]) if e["from"] else day)
+                              for e in timeline if e["kind"] in _FROM_FOOTNOTES and e["source"]["act"] in stored
+                              and e["source"]["act"] not in (earlier, later)}
+                for unit, source, on in sorted(attributed):
+                    official = law.show(later, number, as_of=on, official=True)
+                    try:
+                        rebuilt = law.show(earlier, number, as_of=on)
+                    except Exception:  # not in the earlier text and not added by a stored act
+                        rebuilt = None
+                    if rebuilt is None:
+                        counts["undetermined"] += 1
+                        listed.append(f"  undetermined: {later} art. {number} {unit or ''} ({source}): "
+                                      f"the article is not in {earlier}, and no stored change adds it")
+                        continue
+                    mine, theirs = _block(_units(rebuilt["text"]), unit), _block(_units(official["text"]), unit)
+                    touched = [c for c in rebuilt["changes"] if c["act"] == source and c["status"] == "in_force"
+                               and (not unit or c["target_unit"] == unit or c["target_unit"].startswith(unit + " ")
+                                    or unit.startswith(c["target_unit"] + " ") or not c["target_unit"])]
+                    if mine == theirs:
+                        counts["equal"] += 1
+                    elif not any(c["applied"] for c in touched):
+                        counts["undetermined"] += 1
+                        why = "; ".join(sorted({c.get("why") or "not applied" for c in touched})) or "no change read"
+                        listed.append(f"  undetermined: {later} art. {number} {unit} ({source}): {why}")
+                    else:
+                        counts["different"] += 1
+                        listed.append(f"  DIFFERENT: {later} art. {number} {unit} ({source}):\n"
+                                      f"    rebuilt:  {mine[:200]}\n    official: {theirs[:200]}")
+            total = sum(counts.values())
+            print(f"{earlier:<14} {later:<14} {total:>5} {counts['equal']:>6} {counts['different']:>9} "
+                  f"{counts['undetermined']:>12}")
+        for line in listed[:args.show]:
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
