@@ -396,8 +396,7 @@ RETURNS TABLE (
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
 DECLARE
-    -- Candidates per arm: fetch_k, at least k (fewer could not fill the k rows asked for).
-    n_fetch  integer := greatest(coalesce(fetch_k, greatest(4 * k, 40)), k);
+    n_fetch  integer;  -- candidates per arm: set once k and fetch_k are checked (4 * k could overflow first)
     vec_cast text := 'vector';
     sp_cast  text := 'sparsevec';
     sp_query sparsevec;  -- query_sparse weighted by idf (sparse_query()); NULL: no sparse arm
@@ -420,6 +419,8 @@ BEGIN
         RAISE EXCEPTION 'fetch_k must be between 1 and 10000 (or NULL for the default), not %', fetch_k
             USING ERRCODE = '22023';
     END IF;
+    -- Candidates per arm: fetch_k, at least k (fewer could not fill the k rows asked for).
+    n_fetch := greatest(coalesce(fetch_k, greatest(4 * k, 40)), k);
     IF rrf_k IS NULL OR rrf_k < 0 OR rrf_k > 100000 THEN
         RAISE EXCEPTION 'rrf_k must be between 0 and 100000, not %', coalesce(rrf_k::text, 'NULL')
             USING ERRCODE = '22023';

@@ -307,6 +307,8 @@ def test_one_row_per_article(corpus, embedder):
         (("q", None, None, 5, None, None, False, "fuzzy"), "mode must be hybrid, vector, text or sparse, not fuzzy"),
         (("q", None, None, 0, None, None, False, "text"), "k must be between 1 and 1000, not 0"),
         (("q", None, None, 1001, None, None, False, "text"), "k must be between 1 and 1000, not 1001"),
+        # 4 k overflows an integer: still the documented 22023, not 22003
+        (("q", None, None, 2147483647, None, None, False, "text"), "k must be between 1 and 1000, not 2147483647"),
         (("q", None, None, 5, None, None, False, "hybrid"), "hybrid search needs query_embedding and model; both are NULL"),
         (("q", None, "{model}", 5, None, None, False, "vector"),
          "vector search needs query_embedding and model; query_embedding is NULL"),

@@ -248,12 +248,14 @@ def test_a_reader_without_a_password_is_told_it_cannot_log_in(url: str, reader) 
 @pytest.mark.parametrize(("role", "message"), [
     ("postgres", "role postgres is a superuser: it reads everything whatever is granted"),
     ("pg_monitor", "role name 'pg_monitor': names starting with pg_ are PostgreSQL's own roles"),
+    ("PUBLIC", "role name 'PUBLIC': a name PostgreSQL reserves for roles"),
 ])
 def test_grant_reader_refuses_roles_that_cannot_be_read_only(role: str, message: str, url: str) -> None:
     done = run_cli("db", "grant-reader", role, env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 2 and message in done.stderr, done.stderr
-    with psycopg.connect(url) as c:  # the owner still reads its tables
+    with psycopg.connect(url) as c:  # the owner still reads its tables, and no role named after the keyword
         assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+        assert c.execute("SELECT count(*) FROM pg_roles WHERE lower(rolname) = 'public'").fetchone()[0] == 0
 
 
 def test_every_view_of_the_readme_table_is_granted() -> None:

@@ -322,8 +322,25 @@ def test_hostile_input_is_escaped_and_bad_input_is_a_polish_message(site):
         assert "Traceback" not in r.text
     stream = _events(httpx.get(site.base + "/answer/stream?q=" + "a" * 5001, timeout=30).text)
     assert stream[0][0] == "failure" and "za długie" in stream[0][1]["message"]
-    assert httpx.post(site.base + "/search", data={"q": "urlop"}, timeout=30).status_code == 405  # read-only
+    refused = httpx.post(site.base + "/search", data={"q": "urlop"}, timeout=30)
+    assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD"  # read-only, and says so
+    assert refused.headers["x-content-type-options"] == "nosniff"
+    # "²" is a digit to str.isdigit() and not to int(): a Polish 400, not a 500.
+    r = httpx.get(site.base + "/acts/DU/2025/277/art/154", params={"version": "²"}, timeout=30)
+    assert r.status_code == 400 and "Niepoprawny numer wersji" in r.text
     assert "GET /acts/DU/2025/277/art/9999 -> 404" in site.log.read_text()  # a log line, not a traceback
+    # A path cannot write a line of its own into the log: control characters are escaped.
+    assert httpx.get(site.base + "/acts/DU/2025/277/art/1%0aFORGED%1b", timeout=30).status_code in (400, 404)
+    log = site.log.read_text()
+    assert "\nFORGED" not in log and "\x1b" not in log and "1\\nFORGED\\x1b" in log
+
+
+def test_head_never_asks_the_answer_model(site, chat):
+    before = len(chat.requests)
+    for path in ("/answer?q=Ile+dni+urlopu", "/answer/stream?q=Ile+dni+urlopu"):
+        r = httpx.head(site.base + path, timeout=30)
+        assert r.status_code == 200 and r.headers["x-content-type-options"] == "nosniff", path
+    assert len(chat.requests) == before
 
 
 def test_assets_ship_in_the_package_and_nothing_loads_from_elsewhere(site):

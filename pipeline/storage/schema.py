@@ -282,6 +282,10 @@ def grant_reader(url: str, role: str, password: str | None = None) -> bool:
         raise UsageError(f"role name {role!r}: use letters, digits and _ (starting with a letter)", param="ROLE")
     if role.lower().startswith("pg_"):
         raise UsageError(f"role name {role!r}: names starting with pg_ are PostgreSQL's own roles", param="ROLE")
+    # Words PostgreSQL reserves for roles: quoted, "PUBLIC" would be created as a role of that name while every
+    # GRANT … TO PUBLIC means every role.
+    if role.lower() in ("public", "none", "current_user", "session_user", "current_role", "user"):
+        raise UsageError(f"role name {role!r}: a name PostgreSQL reserves for roles; choose another", param="ROLE")
     ensure_current(url)
     with psycopg.connect(url) as conn, conn.transaction():
         ident = sql.Identifier(role)

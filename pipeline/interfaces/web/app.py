@@ -65,9 +65,9 @@ class Web:
 
     # -- helpers --
 
-    def render(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def render(self, name: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any) -> HTMLResponse:
         html = self.templates.get_template(name).render(**context)
-        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+        return HTMLResponse(html, status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
 
     def stored_acts(self) -> list[dict]:
         """Service.acts(), reused for ACTS_TTL seconds (the search form lists them on every page)."""
@@ -183,6 +183,11 @@ class Web:
                            form=self._form(acts=[act]))
 
 
+def _loggable(text: str) -> str:
+    """``text`` with every character that is not printable written as an escape (\\n, \\x1b, \\x00)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _page_error(exc: BaseException, request: Request) -> PageError:
     """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback)."""
     if isinstance(exc, PageError):
@@ -203,8 +208,11 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     else:
         error = PageError(500, "Coś poszło nie tak po stronie serwera. Spróbuj ponownie.", None)
     level = logging.WARNING if error.status < 500 else logging.ERROR
-    log.log(level, "%s %s -> %d: %s: %s", request.method, request.url.path, error.status, type(exc).__name__,
-            one_line(exc) if str(exc).strip() else "", exc_info=bool(os.environ.get("PIPELINE_DEBUG")))
+    # A URL's path and an error's words come from the visitor: control characters are escaped, so that no
+    # request writes a line of its own into the log.
+    log.log(level, "%s %s -> %d: %s: %s", request.method, _loggable(request.url.path), error.status,
+            type(exc).__name__, _loggable(one_line(exc)) if str(exc).strip() else "",
+            exc_info=bool(os.environ.get("PIPELINE_DEBUG")))
     return error
 
 
@@ -217,6 +225,8 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
         from starlette.concurrency import run_in_threadpool
 
         async def endpoint(request: Request) -> Response:
+            if request.method == "HEAD" and handler in model_pages:  # never make the answer model run for a HEAD
+                return Response(status_code=200, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
             try:
                 return await run_in_threadpool(handler, request)
             except Exception as exc:
@@ -235,7 +245,9 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         message = "Nie ma takiej strony." if status == 404 else "Ta strona służy tylko do czytania."
-        return web.render("error.html", status=status, title="Błąd", error=PageError(status, message),
+        # A 405 says which methods the page takes (Allow, RFC 9110 § 15.5.6), as Starlette's own does.
+        return web.render("error.html", status=status, headers=getattr(exc, "headers", None), title="Błąd",
+                          error=PageError(status, message),
                           form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
 
     async def server_error(request: Request, exc: Exception) -> Response:
@@ -253,12 +265,19 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
             service.close()
 
     read = ["GET", "HEAD"]
+    model_pages = {web.answer}  # pages that call the answer model
+
+    async def answer_stream(request: Request) -> Response:
+        if request.method == "HEAD":  # the stream's headers, without asking the model
+            return Response(status_code=200, media_type="text/event-stream", headers=SECURITY_HEADERS)
+        return await web.answer_stream(request)
+
     art = "/acts/{publisher}/{year:int}/{position:int}"
     routes = [
         Route("/", page(web.search), methods=read),
         Route("/search", page(web.search), methods=read),
         Route("/answer", page(web.answer), methods=read),
-        Route("/answer/stream", web.answer_stream, methods=read),
+        Route("/answer/stream", answer_stream, methods=read),
         Route("/acts", page(web.acts), methods=read),
         Route(art, page(web.act), methods=read),
         Route(art + "/art/{article}", page(web.article), methods=read),

@@ -71,7 +71,8 @@ def version(request: Request) -> int | None:
     value = request.query_params.get("version", "").strip()
     if not value:
         return None
-    if not value.isdigit() or not 1 <= int(value) <= 1_000_000:
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses (a 500, not a 400).
+    if not re.fullmatch(r"[0-9]{1,7}", value) or not 1 <= int(value) <= 1_000_000:
         raise PageError(400, f"Niepoprawny numer wersji: „{value}”.")
     return int(value)
 
