@@ -174,6 +174,14 @@ def test_changes_after_a_text_are_told_beside_it_on_the_date_asked(amended):
         assert ("repealed", "DU/2026/187", "art. 160") in {(e["kind"], e["source"]["act"], e["source"]["unit"])
                                                            for e in ended["timeline"]}
         assert [c["status"] for c in ended["changes"] if c["whole_act"]] == ["in_force"]
+        # `check` reads the same wording `show` gives: a unit or an article a later act added is found, and said
+        # to be rebuilt.
+        cited = law.check("Art. 5a ust. 1 ustawy z dnia 10 maja 2018 r. o ochronie danych osobowych (Dz. U. z 2018 r. "
+                          "poz. 1000, z późn. zm.) oraz art. 108 ust. 2 tej ustawy.", as_of=D(2020, 1, 1)).citations
+        assert [(c["status"], c["text"]) for c in cited] == [("ok", "DU/2018/1000"), ("ok", "DU/2018/1000")]
+        assert all("rebuilt from later changes (DU/2019/730 art. 161" in c["note"] for c in cited)
+        assert law.check("art. 108 ust. 2 ustawy z dnia 10 maja 2018 r. o ochronie danych osobowych (Dz. U. z 2018 r. "
+                         "poz. 1000)", as_of=D(2019, 1, 1)).citations[0]["status"] == "not_found"
         # Kodeks pracy of 2025 already carries the 2019 changes (its footnotes name them): none after it.
         assert not [c for c in law.show("DU/2025/277", "22^1")["changes"] if c["act"] == "DU/2019/730"]
 

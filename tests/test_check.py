@@ -161,5 +161,8 @@ def test_an_act_is_found_by_its_title_and_date_as_lawyers_cite_it(stored):
                           "zawodowym psychologów", as_of=D(2026, 2, 1)).citations[0]
         assert (early["status"], early["why"]) == ("not_found", "no stored text of DU/2026/187 has art. 400 "
                                                                 "(its last article is art. 161)")
+        # A superscript pasted as a plain digit: the article meant.
+        pasted = law.check("art. 183a k.p.", as_of=day).citations[0]
+        assert pasted["status"] == "not_found" and "(did you mean art. 18^3a?)" in pasted["why"]
         eu = law.check("art. 6 ust. 1 lit. e RODO", as_of=day).citations[0]
         assert eu["status"] == "act_not_stored" and eu["ingest"] is None and "Dziennik Ustaw" in eu["why"]

@@ -310,17 +310,24 @@ def _day_before(day: dt.date) -> dt.date:
 
 
 def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, undetermined: str | None,
-                  repealed: bool = False) -> str:
+                  repealed: bool = False, basis: str | None = None) -> str:
     """One line on whether an article is the law on ``day`` ("obowiązuje od 2003-03-10 do 2024-11-09",
-    "wchodzi w życie 2028-05-19", "data wejścia w życie nieokreślona w tekstach: „…”")."""
+    "wchodzi w życie 2028-05-19", "data wejścia w życie nieokreślona w tekstach: „…”"). ``basis``
+    "consolidated_text": the date is the consolidated text's own, which states the law on it; when the
+    article came into force the text does not say, and the line does not pretend it does."""
     if repealed:
         return "uchylony"
     if end is not None and day >= end:
         return f"obowiązywał do {_day_before(end)}"
-    if start is None:
-        return "data wejścia w życie nieokreślona w tekstach" + (f": „{undetermined}”" if undetermined else "")
+    if start is None:  # a clause of the act is quoted; what is missing is said plainly
+        missing = bool(undetermined) and undetermined.startswith("the ")
+        return "data wejścia w życie nieokreślona w tekstach" + (
+            "" if not undetermined or missing else f": „{undetermined}”")
     if day < start:
         return f"wchodzi w życie {start}"
+    if basis == BY_CONSOLIDATED:
+        return (f"obowiązuje (według tekstu jednolitego na {start}; od kiedy, ten tekst nie podaje)"
+                + (f", do {_day_before(end)}" if end else ""))
     return f"obowiązuje od {start}" + (f" do {_day_before(end)}" if end else "")
 
 

@@ -72,7 +72,7 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
     return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
 
 
-def _added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> dict | None:
+def added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> dict | None:
     """An article the text lacks that a stored act added after it, in force by ``day`` ("po art. 5 dodaje się
     art. 5a …"): its wording rebuilt from that act (and the later changes to it), never an official text."""
     changes = amendments.changes_after(conn, version_id, number, day)
@@ -133,7 +133,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         """,
         (day := as_of or dt.date.today(), version_id, number),
     ).fetchall()
-    if not rows and not official and version_no is None and (added := _added_later(conn, version_id, number, day)):
+    if not rows and not official and version_no is None and (added := added_later(conn, version_id, number, day)):
         return added
     if not rows:
         # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.

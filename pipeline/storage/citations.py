@@ -24,7 +24,8 @@ from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
 from pipeline.sources.record import short_title
-from pipeline.storage.articles import in_force_wording, require_date
+from pipeline.storage import amendments
+from pipeline.storage.articles import added_later, in_force_wording, require_date
 from pipeline.storage.db import read_only
 from pipeline.storage.legal_time import units_not_in_force
 
@@ -202,9 +203,14 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
             last = conn.execute("SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
                                 "WHERE v.base_eli = %s ORDER BY v.version_no DESC, ar.ordinal DESC LIMIT 1",
                                 (base,)).fetchone()
+            alike = [r[0] for r in conn.execute(
+                "SELECT DISTINCT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
+                "WHERE v.base_eli = %s AND replace(ar.article, '^', '') = %s AND ar.article LIKE '%%^%%'",
+                (base, c.article))]
             out.update(status=NOT_FOUND, act=base, text=earliest[0] if earliest else None,
                        why=f"no stored text of {base} has art. {c.article}"
-                           + (f" (its last article is art. {last[0]})" if last else ""))
+                           + (f" (did you mean art. {' or art. '.join(alike)}?)" if alike else
+                              f" (its last article is art. {last[0]})" if last else ""))
             return out
         out.update(status=NOT_IN_FORCE, act=base, text=earliest[0] if earliest else None,
                    why=f"no stored text of {base} is in force on {day}"
@@ -216,15 +222,36 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
         "CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %s) END AS in_force "
         "FROM articles ar LEFT JOIN article_times t USING (article_id) WHERE ar.version_id = %s AND ar.article = %s "
         "ORDER BY ar.ordinal", (day, version["version_id"], c.article)).fetchall()
+    rebuilt_from = None  # the changes the wording checked was rebuilt from (revision 0011; storage.amendments)
+    if not rows and (added := added_later(conn, version["version_id"], c.article, day)) is not None:
+        # An article a stored act added after the text, in force by the day: as `pipeline show` gives it.
+        rows = [{"article_id": None, "text": added["text"], "repealed": False, "wording": 0, "undetermined": None,
+                 "in_force_from": added["in_force_from"], "in_force_until": None, "in_force": True}]
+        rebuilt_from = added["changes"]
     if not rows:
         last = conn.execute("SELECT article FROM articles WHERE version_id = %s ORDER BY ordinal DESC LIMIT 1",
                             (version["version_id"],)).fetchone()
+        # A superscript pasted as a plain digit ("183a" for 18^3a): the article meant.
+        alike = [r[0] for r in conn.execute(
+            "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
+            "AND article LIKE '%%^%%' ORDER BY ordinal", (version["version_id"], c.article))]
         out.update(status=NOT_FOUND, why=f"{version['eli']} has no art. {c.article}"
-                   + (f" (its last article is art. {last[0]})" if last else ""))
+                   + (f" (did you mean art. {' or art. '.join(alike)}?)" if alike else
+                      f" (its last article is art. {last[0]})" if last else ""))
         return out
     row = in_force_wording(rows, day)
     out.update(in_force_from=row["in_force_from"], in_force_until=row["in_force_until"])
     wording = row["text"]
+    if rebuilt_from is None:
+        # The wording on the day: the text with the stored changes in force by then that set, add or repeal whole
+        # units, as `pipeline show` gives it; never an official text.
+        changes = amendments.changes_after(conn, version["version_id"], c.article, day)
+        if (rebuilt := amendments.rebuilt(wording, changes)) is not None:
+            wording, rebuilt_from = rebuilt, changes
+    if rebuilt_from is not None:
+        by = sorted({f"{ch['act']} {ch['unit']}" for ch in rebuilt_from if ch["applied"]})
+        out["note"] = "; ".join(filter(None, (out["note"], "checked against the wording rebuilt from later changes "
+                                                         f"({', '.join(by)}), not an official text")))
     if row["repealed"]:  # "Art. 96. (uchylony)": whichever unit is cited, the article is gone
         out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
         out.update(status=NOT_IN_FORCE, why=f"art. {c.article} is repealed (uchylony) in {version['eli']}")
@@ -255,8 +282,11 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
             out.update(status=NOT_IN_FORCE, why=hit["note"])
             return out
     if row["in_force"] is None:
+        # A clause of the act is quoted; what is missing (this module's own words) is said plainly.
+        missing = row["undetermined"] and row["undetermined"].startswith("the ")
         out.update(status=UNDETERMINED, why="the texts do not determine when it is in force"
-                   + (f": „{row['undetermined']}”" if row["undetermined"] else ""))
+                   + (f": {row['undetermined']}" if missing else
+                      f": „{row['undetermined']}”" if row["undetermined"] else ""))
         return out
     out["status"] = OK
     return out

@@ -248,7 +248,8 @@ def checked(result: Any) -> None:
         return
     for c in result.citations:
         where = printed(f"art. {c['article']}" + (f" {c['unit']}" if c["unit"] else ""))
-        against = f"  [{c['text']} v{c['version_no']}, {c['checked_as_of']}]" if c["text"] else ""
+        version = f" v{c['version_no']}" if c["version_no"] else ""
+        against = f"  [{c['text']}{version}, {c['checked_as_of']}]" if c["text"] else ""
         click.echo(f"{c['status']:<15} {c['quote']}  →  {c['act'] or '?'} {where}{against}")
         for line in (c["why"], c.get("note")):
             if line:
