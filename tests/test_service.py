@@ -178,3 +178,26 @@ def test_an_ingest_request_is_checked_once_before_anything_runs(scratch_url, tmp
                 own.ingest(request)
     with psycopg.connect(scratch_url) as c:
         assert c.execute("SELECT count(*) FROM ingest_runs").fetchone()[0] == 0
+
+
+def test_a_page_searches_the_text_when_no_vector_exists_yet(server_url):
+    """Acts stored with --no-embed: a hybrid search cannot rank (the CLI says to embed), but a reader of the page
+    cannot run `pipeline embed`: asked to, the service searches the text alone and says so."""
+    import psycopg
+    from support.corpus import store_mirror_act
+    from support.database import create_database
+    from support.paths import require_mirror
+
+    from pipeline.core.errors import NoVectors
+
+    require_mirror()
+    url = create_database(server_url, "no_vectors")
+    with psycopg.connect(url) as c:
+        store_mirror_act(c, "DU/2024/581")
+        c.commit()
+    with Service(url, embedder=StandInEmbedder(), pool_size=1, warm=False) as law:
+        with pytest.raises(NoVectors, match="run pipeline embed, or search with --mode text"):
+            law.search("prawo pacjenta do informacji")
+        found = law.search("prawo pacjenta do informacji", text_if_no_vectors=True)
+        assert found.mode == "text" and found.hits and found.hits[0].act == "DU/2024/581"
+        assert found.warnings[0].endswith("searched the text alone")

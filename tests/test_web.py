@@ -332,6 +332,11 @@ def test_hostile_input_is_escaped_and_bad_input_is_a_polish_message(site):
     r = httpx.get(site.base + "/acts/DU/2025/277/art/154", params={"version": "²"}, timeout=30)
     assert r.status_code == 400 and "Niepoprawny numer wersji" in r.text
     assert "GET /acts/DU/2025/277/art/9999 -> 404" in site.log.read_text()  # a log line, not a traceback
+    # What a visitor typed is echoed escaped: no NUL (or any control character) reaches the page.
+    for path in ("/acts/DU/2025/277/art/154?as_of=2025-01-01%00", "/acts/DU/2025/277/art/154?version=1%00",
+                 "/search?q=urlop&act=DU/2025/277%00"):
+        r = httpx.get(site.base + path, timeout=30)
+        assert r.status_code == 400 and "\x00" not in r.text and "\\x00" in r.text, path
     # A path cannot write a line of its own into the log: control characters are escaped.
     assert httpx.get(site.base + "/acts/DU/2025/277/art/1%0aFORGED%1b", timeout=30).status_code in (400, 404)
     log = site.log.read_text()

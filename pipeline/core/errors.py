@@ -21,6 +21,11 @@ class DatabaseError(PipelineError, RuntimeError):
     """The database cannot be reached or is not in a usable state (message says the fix)."""
 
 
+class NoVectors(DatabaseError):
+    """Texts are stored but none has a vector of the searching model yet (run `pipeline embed`): a search
+    that needs them cannot rank; text search still can."""
+
+
 class ConnectionLost(DatabaseError):
     """The connection broke during a library call (closed, ended by the server, a statement cancelled):
     a pool should drop it and take another."""

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg.rows import class_row
 
-from pipeline.core.errors import DatabaseError, PipelineError, UsageError
+from pipeline.core.errors import DatabaseError, NoVectors, PipelineError, UsageError
 from pipeline.embedders import Embedder, SparseHead, sparse_head
 from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
@@ -106,7 +106,7 @@ def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: st
             stored = conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
         if not stored:
             return DatabaseError("no act is stored in this database yet: run pipeline ingest")
-        return DatabaseError(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
+        return NoVectors(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
     if message.startswith("no sparse vectors for model"):
         return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
     return UsageError(message)

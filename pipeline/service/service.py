@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pipeline.core.config import Settings, settings
-from pipeline.core.errors import EvalError, IngestError, UsageError, one_line
+from pipeline.core.errors import EvalError, IngestError, NoVectors, UsageError, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync
@@ -118,10 +118,22 @@ class Service:
     # --- reading ------------------------------------------------------------------------------
 
     def search(self, query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] | None = None,
-               as_of: dt.date | None = None, include_repealed: bool = False) -> Found:
+               as_of: dt.date | None = None, include_repealed: bool = False, text_if_no_vectors: bool = False) -> Found:
         """The top-k articles for ``query`` (pipeline.retrieval.search), each with its act's currency,
         and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, and
-        the line that `ask` would refuse these hits."""
+        the line that `ask` would refuse these hits. ``text_if_no_vectors``: where no stored text has a
+        vector yet, search the text alone and say so (the page: a reader cannot run `pipeline embed`)."""
+        try:
+            return self._search(query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
+        except NoVectors as exc:
+            if not text_if_no_vectors or mode != "hybrid":
+                raise
+            found = self._search(query, k=k, mode="text", acts=acts, as_of=as_of, include_repealed=include_repealed)
+            found.warnings.insert(0, f"{exc}: searched the text alone")
+            return found
+
+    def _search(self, query: str, *, k: int, mode: str, acts: Sequence[str] | None, as_of: dt.date | None,
+                include_repealed: bool) -> Found:
         embedder = self.embedder() if mode != "text" else None
 
         def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:

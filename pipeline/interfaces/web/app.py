@@ -97,7 +97,7 @@ class Web:
         acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
         context: dict[str, Any] = {"form": self._form(q, acts, as_of, focus=not q), "title": "Szukaj w przepisach"}
         if q:
-            found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of)
+            found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of, text_if_no_vectors=True)
             context.update(
                 title=f"{q[:60]} – wyszukiwanie", hits=found.records(), stems=found.stems, refused=found.refused,
                 refusal=found.not_found, warnings=[w for w in found.warnings if w != found.refusal],
@@ -183,11 +183,6 @@ class Web:
                            form=self._form(acts=[act]))
 
 
-def _loggable(text: str) -> str:
-    """``text`` with every character that is not printable written as an escape (\\n, \\x1b, \\x00)."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
 def _page_error(exc: BaseException, request: Request) -> PageError:
     """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback)."""
     if isinstance(exc, PageError):
@@ -210,8 +205,8 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     level = logging.WARNING if error.status < 500 else logging.ERROR
     # A URL's path and an error's words come from the visitor: control characters are escaped, so that no
     # request writes a line of its own into the log.
-    log.log(level, "%s %s -> %d: %s: %s", request.method, _loggable(request.url.path), error.status,
-            type(exc).__name__, _loggable(one_line(exc)) if str(exc).strip() else "",
+    log.log(level, "%s %s -> %d: %s: %s", request.method, checks.visible(request.url.path), error.status,
+            type(exc).__name__, checks.visible(one_line(exc)) if str(exc).strip() else "",
             exc_info=bool(os.environ.get("PIPELINE_DEBUG")))
     return error
 

@@ -12,10 +12,18 @@ from pipeline.core.errors import InvalidActId, UsageError
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question
 
 
+def visible(text: str) -> str:
+    """``text`` with every character that is not printable written as an escape (\\n, \\x1b, \\x00): what a
+    visitor typed, echoed into a page or a log line, never carries a NUL or a line of its own."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class PageError(Exception):
-    """What a visitor is told (Polish), with the HTTP status; ``detail`` is the library's own line."""
+    """What a visitor is told (Polish), with the HTTP status; ``detail`` is the library's own line. Both may
+    quote what the visitor sent: their control characters are shown escaped."""
 
     def __init__(self, status: int, message: str, detail: str | None = None) -> None:
+        message, detail = visible(message), visible(detail) if detail is not None else None
         super().__init__(message)
         self.status, self.message, self.detail = status, message, detail
 
