@@ -3,7 +3,7 @@
 It serves the mirror's real files byte for byte; it is a stand-in only for faults, which tests
 queue per path::
 
-    with start_mirror_server(Path("/work/shared/eli")) as server:
+    with start_mirror_server(Path("../shared/eli")) as server:
         server.inject("/acts/DU/2025/277", [Fault.status(503), Fault.status(503)])
         EliClient(server.url, min_interval=0).record("DU/2025/277")   # 503, 503, then the real file
         assert server.count("/acts/DU/2025/277") == 3
