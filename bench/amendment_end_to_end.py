@@ -16,6 +16,7 @@ import collections
 import re
 
 from bench.common import parser
+from pipeline.core.units import within
 
 # (earlier text, later official text): the mirror's records do not link them; their titles and dates do.
 PAIRS = (("DU/2018/1000", "DU/2019/1781"), ("DU/2002/1204", "DU/2024/1513"))
@@ -40,7 +41,7 @@ def _norm(text: str) -> str:
 
 
 def _block(units: dict[str, str], unit: str) -> str:
-    return " ".join(v for k, v in units.items() if k == unit or k.startswith(unit + " ")) if unit else \
+    return " ".join(v for k, v in units.items() if within(k, unit)) if unit else \
         " ".join(units.values())
 
 
@@ -82,8 +83,8 @@ def main(argv: list[str] | None = None) -> None:
                         continue
                     mine, theirs = _block(_units(rebuilt["text"]), unit), _block(_units(official["text"]), unit)
                     touched = [c for c in rebuilt["changes"] if c["act"] == source and c["status"] == "in_force"
-                               and (not unit or c["target_unit"] == unit or c["target_unit"].startswith(unit + " ")
-                                    or unit.startswith(c["target_unit"] + " ") or not c["target_unit"])]
+                               and (not unit or not c["target_unit"] or within(c["target_unit"], unit)
+                                    or within(unit, c["target_unit"]))]
                     if mine == theirs:
                         counts["equal"] += 1
                     elif not any(c["applied"] for c in touched):

@@ -75,7 +75,6 @@ def main(argv: list[str] | None = None) -> None:
           f"{len({g['source'] for g in gold})} acts")
     print(f"  {'operation':<14} {'tp':>5} {'found':>6} {'gold':>5}      P      R")
     matched = []
-    totals = [0, 0, 0]
     for op in ops + [None]:
         tp = found = total = 0
         for key in set(want) | set(got):

@@ -22,7 +22,10 @@ CREATE OR REPLACE VIEW amendment_changes AS
            CASE WHEN u.unit IS NOT NULL THEN u.from_date ELSE t.in_force_from END AS in_force_from,
            CASE WHEN u.unit IS NOT NULL THEN CASE WHEN u.determined THEN NULL ELSE u.text END
                 ELSE t.undetermined END AS in_force_undetermined,
-           m.instruction
+           m.instruction,
+           -- where the amending act says it, as cited: 'art. 161 pkt 6' (last: CREATE OR REPLACE VIEW appends)
+           'art. ' || m.source_article || CASE WHEN m.amending_unit <> '' THEN ' ' || m.amending_unit ELSE '' END
+               AS source_unit
     FROM amendments m
     JOIN act_versions v USING (version_id)
     LEFT JOIN articles ar ON ar.version_id = m.version_id AND ar.article = m.source_article AND ar.wording IN (0, 1)
@@ -36,6 +39,7 @@ CREATE OR REPLACE VIEW amendment_changes AS
     WHERE v.version_no = (SELECT max(w.version_no) FROM act_versions w WHERE w.eli = v.eli);
 COMMENT ON VIEW amendment_changes IS
     'The changes each stored amending act makes, instruction by instruction: the target as printed and the stored base act it resolves to (NULL: not stored), the unit, the operation, the wording, and when it takes effect.';
+COMMENT ON COLUMN amendment_changes.source_unit IS 'Where the amending act says it, as cited: ''art. 161 pkt 6''.';
 COMMENT ON COLUMN amendment_changes.target_base_act IS 'The stored base act the change is to (NULL: the target is not stored).';
 COMMENT ON COLUMN amendment_changes.operation IS
     'set_wording | add | repeal | renumber | replace_words | delete_words | insert_words | add_sentence | other (kept with its words).';

@@ -88,6 +88,12 @@ def shape_of(word: str) -> str | None:
     return SHAPES[kind] if kind is not None and kind != TIRET else None
 
 
+def within(path: str, unit: str) -> bool:
+    """Whether a line whose path is ``path`` ("ust. 2 pkt 3") stands in ``unit`` ("ust. 2"): the unit itself or
+    a unit inside it."""
+    return path == unit or path.startswith(unit + " ")
+
+
 def cite(kind: str, number: str) -> str:
     """A unit as running text cites it: "§ 1", "ust. 2", "pkt 3", "lit. a", "tiret"."""
     return CITED[kind] if kind == TIRET else f"{CITED[kind]} {number}"

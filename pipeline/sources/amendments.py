@@ -14,10 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.core import units
-from pipeline.core.dates import parse_date
 from pipeline.core.numbering import label_end
 from pipeline.sources.parse.model import Article
 from pipeline.sources.references import act_name_of, cited_act, cited_in
@@ -133,16 +132,16 @@ _INTRO = re.compile(r"^\s*W\s+(?:ustawie|kodeksie|dekrecie|rozporządzeniu|Kodek
 _REPEAL_ACT = re.compile(r"^\s*(?P<unit>1\.\s+)?Traci\s+moc\s+(?:ustawa|dekret|rozporządzenie)\b", re.IGNORECASE)
 
 
-# The parts of an act above its articles, as a change names them: "rozdział 5a", "tytuł rozdziału 3".
+# The parts of an act above its articles, as a change names them: "rozdział 5a", "tytuł rozdziału 3"; an act's
+# footnotes stand at its title ("odnośnik nr 1 do tytułu").
 _STRUCTURE = {"rozdzia": "rozdział", "oddzia": "oddział", "dzia": "dział", "odnośni": "odnośnik nr"}
+_PARTS = ("rozdział", "dział", "oddział")  # those numbered across the act, cited by their own name
 
 
 def _kind(word: str) -> str:
     w = " ".join(word.lower().split())
     if w.startswith("tytu"):
         return "tytuł rozdziału" if "rozdzia" in w else "tytuł działu"
-    if w.startswith("odnośni"):  # an act's footnotes stand at its title
-        return "odnośnik nr"
     for stem, name in _STRUCTURE.items():
         if w.startswith(stem):
             return name
@@ -236,7 +235,7 @@ def _wording_of(unit: str, text: str, count: int) -> str:
         return text
     kind, _, number = unit.partition(" ")
     label = (rf"Art\.\s*{re.escape(number)}\." if kind == "art." else
-             rf"{kind.capitalize()}\s+{re.escape(number)}\b" if kind in ("rozdział", "dział", "oddział")
+             rf"{kind.capitalize()}\s+{re.escape(number)}\b" if kind in _PARTS
              else units.label_of(unit))
     if label is None:
         return text
@@ -244,8 +243,8 @@ def _wording_of(unit: str, text: str, count: int) -> str:
     if len(starts) != 1:
         return text
     # Up to the next label of the same kind (an added article's own points are its).
-    same = (r"Art\.\s*\S+\." if kind == "art." else rf"{kind.capitalize()}\s+\S+"
-            if kind in ("rozdział", "dział", "oddział") else units.shape_of(kind))
+    same = (r"Art\.\s*\S+\." if kind == "art." else rf"{kind.capitalize()}\s+\S+" if kind in _PARTS
+            else units.shape_of(kind))
     nxt = re.search(rf"\n\s*{same}\s", text[starts[0] + 1:]) if same else None
     return text[starts[0]:starts[0] + 1 + nxt.start() if nxt else len(text)].strip()
 
@@ -312,7 +311,7 @@ def _places(words: str) -> list[tuple[str | None, str]]:
             continue
         if path[0][0].startswith("art. "):
             article, path = path[0][0].removeprefix("art. "), path[1:]
-        elif path[0][0].split(" ")[0] in ("tytuł", "rozdział", "dział", "oddział"):  # a part of the act
+        elif path[0][0].split(" ")[0] in ("tytuł", *_PARTS):  # a part of the act
             out.append((None, " ".join(step[0] for step in path)))
             continue
         elif out:
@@ -329,6 +328,9 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
     się ust. 2 …", "wyrazy „a” zastępuje się wyrazami „b”, a wyrazy „c” …")."""
     def q(i: str | int) -> str:
         return _clean(quoted[int(i)])
+
+    def held(hole: re.Match | None) -> str | None:  # the wording a hole stands for
+        return quoted[int(hole.group(1))] if hole else None
 
     out: list[Change] = []
     shown = _HOLE.sub("„…”", words)
@@ -361,7 +363,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
                 return [(a, "") for a in articles]
             inner = " ".join(step[0] for step in sub[1:-1])
             return [(articles[0], _join(inner, u)) for u in sub[-1]]
-        if sub[-1][0].split(" ")[0] in ("rozdział", "dział", "oddział"):  # "w dziale I dodaje się rozdział 8"
+        if sub[-1][0].split(" ")[0] in _PARTS:  # "w dziale I dodaje się rozdział 8"
             return [(None, u) for u in sub[-1]]
         inner = " ".join(step[0] for step in sub[:-1])
         # "w ust. 1 w pkt 3 … dodaje się pkt 4": a unit of the location's last kind is its sibling.
@@ -371,7 +373,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
     found_any = False
     # "użyte w art. 2 w pkt 2 i 4, w art. 8 w ust. 1 … wyrazy „a” zastępuje się wyrazami „b”": the same words
     # in each place listed.
-    places = [(article, _join(loc_inner, u)) for u in loc_last] if len(loc_last) > 1 else [(article, loc_unit)]
+    places = targets("")
     if several:
         places = _places(words[:where_end]) or places
     elif used := re.match(rf"\s*użyt\w*\s+(?P<where>[^\x00]+?)\s+{_WORDS}\s+\x00", words, re.IGNORECASE):
@@ -406,31 +408,30 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
             label = " ".join(step[0] for step in new if step) or _clean(clause[v.end():])
             out.append(change(RENUMBER, article, loc_unit, new_label=label))
         elif (v := _VERB_SET.search(clause)) is not None:
-            hole = _HOLE.search(clause, v.end())
-            text = _wording(quoted[int(hole.group(1))]) if hole else None
-            units = _spell(targets(clause[:v.start()]), quoted[int(hole.group(1))] if hole else None)
+            wording = held(_HOLE.search(clause, v.end()))
+            units = _spell(targets(clause[:v.start()]), wording)
             for a, u in units:
-                part = _wording_of(_last(u) if u else f"art. {a}", quoted[int(hole.group(1))],
-                                   len(units)) if hole else None
-                out.append(change(SET_WORDING, a, u, text=_wording(part) if part else text))
+                part = _wording_of(_last(u) if u else f"art. {a}", wording, len(units)) if wording else None
+                out.append(change(SET_WORDING, a, u, text=_wording(part) if part else None))
         elif (v := _VERB_ADD.search(clause)) is not None:
             after = None
             head = clause[:v.start()]
             if p := re.search(r"\bpo\s+(.+)$", head.strip(), re.IGNORECASE):
                 after = " ".join(" ".join(step) for step in _units(p.group(1))) or None
             hole = _HOLE.search(clause, v.end())
+            wording = held(hole)
             subject = clause[v.end():hole.start() if hole else len(clause)]
             subject = re.sub(r"\bw\s+brzmieniu\b.*$", "", subject, flags=re.IGNORECASE | re.DOTALL)
             if re.match(r"\s*zdani", subject, re.IGNORECASE):
                 unit = _join(loc_unit, _expand("zdanie", re.sub(r"(?i)^\s*zdani\w*", "", subject).strip() or None)[0])
-                out.append(change(ADD_SENTENCE, article, unit, text=_wording(quoted[int(hole.group(1))]) if hole else None))
+                out.append(change(ADD_SENTENCE, article, unit, text=_wording(wording) if wording else None))
                 continue
-            units = _spell(targets(subject), quoted[int(hole.group(1))] if hole else None) if _units(subject) else []
+            units = _spell(targets(subject), wording) if _units(subject) else []
             if not units:
                 out.append(change(OTHER, article, loc_unit))
                 continue
             for a, u in units:
-                part = _wording_of(_last(u) if u else f"art. {a}", quoted[int(hole.group(1))], len(units)) if hole else None
+                part = _wording_of(_last(u) if u else f"art. {a}", wording, len(units)) if wording else None
                 out.append(change(ADD, a, u, after=after, text=_wording(part) if part else None))
         elif (v := _VERB_REPEAL.search(clause)) is not None:
             subject = clause[v.end():] if _units(clause[v.end():]) else clause[:v.start()]
@@ -440,7 +441,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
             out.append(change(OTHER, article, loc_unit))
     # A change that names neither an article nor a part of the act (a chapter, a title's footnote) is kept,
     # as other.
-    return [c if c.target_article is not None or c.target_unit else Change(**{**c.__dict__, "operation": OTHER})
+    return [c if c.target_article is not None or c.target_unit else replace(c, operation=OTHER)
             for c in out] or [change(OTHER, article, loc_unit)]
 
 
@@ -560,6 +561,17 @@ def read_all(articles: Iterable[Article]) -> list[Change]:
     return [c for a in articles for c in read(a)]
 
 
+def ends(article: str, kept: str | None) -> bool:
+    """Whether a repeal whose exceptions are ``kept`` ("art. 1, art. 3 ust. 1, art. 4-7") ends ``article``: not
+    one it keeps, whole or in part (its other units' end is not a date the texts show), nor one inside a kept
+    range ("art. 4-7" keeps 4a, whichever letters the act uses)."""
+    if not kept:
+        return True
+    if article in {number for c in cited_in(kept) for number, _ in c.targets}:
+        return False
+    lead = re.match(r"\d+", article)
+    return lead is None or not any(int(lo) <= int(lead.group()) <= int(hi)
+                                   for lo, hi in re.findall(r"(\d+)\S*\s*[–—-]\s*(\d+)", kept))
 
 
 # --- a wording on a date, rebuilt from the official text and the changes in force by then ----------------
@@ -579,7 +591,7 @@ class Rebuilt:
 
 
 def _block(paths: list[str], unit: str) -> list[int]:
-    return [i for i, p in enumerate(paths) if p == unit or p.startswith(unit + " ")]
+    return [i for i, p in enumerate(paths) if units.within(p, unit)]
 
 
 def _whole_units(unit: str) -> bool:

@@ -455,6 +455,7 @@ def cited_in(text: str) -> list[Cited]:
     it name: a code by name or abbreviation ("k.p."), an act by date and title or by name alone, a Dz. U.
     position, an ELI id; ``named`` False where none follows (the caller may know the act otherwise)."""
     found: list[Cited] = []
+    previous_end = -1
     for m in _ARTICLES.finditer(text):
         if found and found[-1].list_end < 0:
             found[-1] = replace(found[-1], list_end=previous_end)

@@ -85,11 +85,10 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
         "SELECT DISTINCT e.source_act FROM article_events e JOIN articles a USING (article_id) "
         "WHERE a.version_id = %s AND e.source_act IS NOT NULL AND NOT EXISTS ("
         "  SELECT 1 FROM amendment_changes c WHERE c.source_act = e.source_act AND e.kind = 'repealed' "
-        "  AND e.source_unit = 'art. ' || c.source_article || CASE WHEN c.amending_unit <> '' "
-        "                                                      THEN ' ' || c.amending_unit ELSE '' END)",
+        "  AND e.source_unit = c.source_unit)",
         (version_id,))}
     rows = conn.cursor(row_factory=dict_row).execute(
-        "SELECT source_act, source_article, amending_unit, target_article, target_unit, operation, after_unit, "
+        "SELECT source_act, source_unit, target_article, target_unit, operation, after_unit, "
         "wording, old_words, new_words, new_label, in_force_from, in_force_undetermined, instruction "
         "FROM amendment_changes WHERE target_base_act = %s "
         # the article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
@@ -103,7 +102,7 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
         if start is not None and valid_from is not None and start <= valid_from:
             continue  # in force by the text's own date: the text states the law after it
         status = "undetermined" if start is None else "in_force" if start <= day else "pending"
-        unit = f"art. {r['source_article']}" + (f" {r['amending_unit']}" if r["amending_unit"] else "")
+        unit = r["source_unit"]
         out.append({"act": r["source_act"], "unit": unit,
                     "operation": r["operation"], "target_unit": r["target_unit"],
                     "whole_act": r["target_article"] is None, "after": r["after_unit"],

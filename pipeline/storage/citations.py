@@ -156,7 +156,7 @@ def _unit_lines(text: str, unit: str) -> list[str] | None:
     """The lines of ``unit`` in an article's text ("§ 1 pkt 2"); None when the article has no such unit."""
     lines = text.split("\n")
     paths = units.paths(lines, label_end(lines[0]) if lines else 0)
-    held = [line for line, path in zip(lines, paths) if path == unit or path.startswith(unit + " ")]
+    held = [line for line, path in zip(lines, paths) if units.within(path, unit)]
     return held or None
 
 
@@ -277,7 +277,7 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
         return out
     if c.unit:
         out_units = units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
-        hit = next((u for u in out_units if c.unit == u["unit"] or c.unit.startswith(u["unit"] + " ")), None)
+        hit = next((u for u in out_units if units.within(c.unit, u["unit"])), None)
         if hit is not None:
             out.update(status=NOT_IN_FORCE, why=hit["note"])
             return out

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 
 import psycopg
 
+from pipeline.sources import amendments as amendment_rules
 from pipeline.sources import provision_time, provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
-from pipeline.sources.references import cited_in
 from pipeline.sources.record import EliRecord, act_name
 
 EXTRACTOR = provision_time.EXTRACTOR
@@ -201,24 +201,18 @@ def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_fr
     date the texts leave open (it is told beside the text, never guessed)."""
     carried = {e.source_act for t in time.articles for e in t.events if e.source_act}
     for r in conn.execute(
-            "SELECT source_act, source_article, amending_unit, target_article, in_force_from, instruction, kept "
+            "SELECT source_act, source_unit, target_article, in_force_from, instruction, kept "
             "FROM amendment_changes WHERE target_base_act = %s AND source_act <> %s AND operation = 'repeal' "
             "AND target_unit = '' AND in_force_from IS NOT NULL ORDER BY in_force_from", (base, base)).fetchall():
-        source_act, source_article, amending_unit, target, start, instruction, kept = r
+        source_act, unit, target, start, instruction, kept = r
         if source_act in carried or (text_from is not None and start <= text_from):
             continue
-        # What the repeal leaves in force ("z wyjątkiem art. 1, art. 3 ust. 1"): an article kept in part is
-        # not ended either (its other units' end is not a date this text shows).
-        stays = {article for c in cited_in(kept) for article, _ in c.targets} if kept else set()
-        spans = [(int(m.group(1)), int(m.group(2))) for m in re.finditer(r"(\d+)\S*\s*[–—-]\s*(\d+)", kept or "")]
-        unit = f"art. {source_article}" + (f" {amending_unit}" if amending_unit else "")
-        for a, t in zip(articles, time.articles):
-            lead = re.match(r"\d+", a.number)
-            within = lead is not None and any(lo <= int(lead.group()) <= hi for lo, hi in spans)  # "art. 4-7" keeps 4a
-            if (target is None or a.number == target) and a.number not in stays and not within \
+        for a, t in zip(articles, time.articles):  # what the repeal's exceptions keep stays (sources.amendments.ends)
+            if (target is None or a.number == target) and amendment_rules.ends(a.number, kept) \
                     and (t.in_force_until is None or start < t.in_force_until):
                 t.in_force_until = start
-                t.events.append(provision_time.Event("repealed", "", start, None, instruction, source_act, unit))
+                t.events.append(provision_time.Event(provision_time.REPEALED, "", start, None, instruction,
+                                                     source_act, unit))
 
 
 def _write(conn: psycopg.Connection, version_id: int, ids: list[int], time: provision_time.TextTime) -> None:
