@@ -131,6 +131,8 @@ def test_rebuild_applies_whole_units_and_leaves_edits_of_words_undetermined():
         {"operation": "renumber", "target_unit": "", "new_label": "ust. 1"},
         {"operation": "add", "target_unit": "ust. 2", "after": None, "text": "2. Tej samej karze."}])
     assert renumbered.text == "Art. 108. 1. Kto utrudnia kontrolę,\npodlega grzywnie.\n2. Tej samej karze."
+    # Only an ustęp or a paragraph is written so: a text made a point ("pkt 1") is not rebuilt as "1.".
+    assert rebuild("Art. 9. Tekst.", [{"operation": "renumber", "target_unit": "", "new_label": "pkt 1"}]).applied == ()
     # "po pkt 4 dodaje się pkt 4a–4c": in their order, each after the one added before it.
     group = [{"act": "DU/2026/252", "unit": "art. 1 pkt 19", "operation": "add", "target_unit": f"ust. 1 pkt 4{x}",
               "after": "pkt 4", "text": f"4{x}) nowy;"} for x in "abc"]

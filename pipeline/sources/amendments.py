@@ -672,13 +672,13 @@ def rebuild(text: str, changes: list[dict]) -> Rebuilt:
         elif op == REPEAL:
             text = lines[0][:start] + "(uchylony)"
         elif op == RENUMBER and not unit and all(p == "" for p in paths) and c.get("new_label"):
-            label = units.label_of(c["new_label"])
-            number = c["new_label"].partition(" ")[2]
-            if label is None:
+            # "dotychczasową treść oznacza się jako ust. 1 / § 1": the article's text becomes its first unit.
+            word, _, number = c["new_label"].partition(" ")
+            if word not in ("§", "ust.") or not number:
                 undetermined.append((i, f"{c['new_label']} is not a label this can write"))
                 continue
-            printed_label = "§ " + number + "." if c["new_label"].startswith("§") else number + "."
-            text = lines[0][:start] + printed_label + " " + "\n".join(lines)[start:]
+            label = f"§ {number}." if word == "§" else f"{number}."
+            text = lines[0][:start] + label + " " + "\n".join(lines)[start:]
         else:
             undetermined.append((i, "an edit of words, a sentence or a part of the act: its effect on the wording "
                                     "is not rebuilt"))
