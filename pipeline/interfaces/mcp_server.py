@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
@@ -21,6 +22,7 @@ from typing_extensions import TypedDict
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from mcp_types.jsonrpc import INVALID_PARAMS
@@ -30,7 +32,7 @@ from pipeline.core.errors import is_for_the_user, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
-from pipeline.interfaces.listening import check_port
+from pipeline.interfaces.listening import Guard, Policy, check_port, exposure_warning, policy_for
 
 log = logging.getLogger(__name__)
 
@@ -432,11 +434,21 @@ def render_toc(toc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> None:
+def http_app(server: MCPServer, policy: Policy) -> Any:
+    """The streamable HTTP application (``/mcp``) behind the listening guard of ``policy``."""
+    # The guard checks Host and Origin on every address; the SDK's own check runs only on loopback and
+    # allows any port there but no other name (it would refuse a reverse proxy's public name).
+    return Guard(server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)), policy)
+
+
+def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000, allowed_hosts: tuple[str, ...] = (),
+          token_file: Path | None = None) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (HTTP)."""
     from pipeline.core.config import settings
     from pipeline.core.redact import redact_url
 
+    policy = policy_for(host, port, allowed_hosts=allowed_hosts, token_file=token_file) if http else None
     server = build_server(Service())
     # Said first, on stderr (the client's log): a server started with another environment than the
     # shell's (Claude Desktop passes almost none) may be looking at another, empty database.
@@ -445,8 +457,19 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> N
              else f"the embedded PostgreSQL in {cfg.pgdata}")
     print(f"pipeline mcp: database: {where}", file=sys.stderr, flush=True)
     if http:
+        import uvicorn
+
+        assert policy is not None
+        warning = exposure_warning("pipeline mcp", host, policy.token, "call its tools (and the answer model)")
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
         check_port(host, port)
-        print(f"pipeline mcp: streamable HTTP on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-        server.run("streamable-http", host=host, port=port)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"pipeline mcp: streamable HTTP on http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+        print(f"pipeline mcp: answers to the hosts {policy.names()}"
+              + ("; every request needs the token (Authorization: Bearer …)" if policy.token else ""),
+              file=sys.stderr, flush=True)
+        uvicorn.run(http_app(server, policy), host=host, port=port, server_header=False,
+                    log_level="debug" if os.environ.get("PIPELINE_DEBUG") else "warning")
     else:
         server.run("stdio")

@@ -506,34 +506,52 @@ def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: b
 
 # --- mcp -----------------------------------------------------------------------------------------
 
+# What both listening faces take (pipeline.interfaces.listening; docs/web.md, docs/mcp.md).
+ALLOWED_HOST_HELP = ("Another name clients reach this server by (a reverse proxy's public name): NAME (any port) or "
+                     "NAME:PORT; repeatable; also PIPELINE_ALLOWED_HOSTS (comma-separated). Loopback names and --host "
+                     "are always allowed; a request naming another Host is refused (421).")
+TOKEN_FILE_HELP = ("Require the bearer token in this file (its first line) on every request (401 without it); or set "
+                   "PIPELINE_TOKEN. Make one: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'.")
+
+
 @main.command("mcp")
 @click.option("--http", is_flag=True, help="Serve the streamable HTTP transport instead of stdio.")
 @click.option("--host", help="HTTP: address to listen on [default: 127.0.0.1].")
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP: port [default: 8000].")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME[:PORT]", help="HTTP: " + ALLOWED_HOST_HELP)
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="HTTP: " + TOKEN_FILE_HELP)
 @friendly
-def mcp_cmd(http: bool, host: str | None, port: int | None) -> None:
+def mcp_cmd(http: bool, host: str | None, port: int | None, allowed_hosts: tuple[str, ...],
+            token_file: Path | None) -> None:
     """Serve search_law, get_article, compare_versions, list_acts, find_acts (and answer, with a model) to MCP clients.
 
     \b
     stdio (Claude Desktop, Claude Code):  pipeline mcp
     HTTP:                                 pipeline mcp --http --port 8000   -> http://127.0.0.1:8000/mcp
+    HTTP for other machines:              pipeline mcp --http --host 0.0.0.0 --allowed-host law.firm.pl --token-file T
     Same database and settings as the other commands (DATABASE_URL, EMBED_*, ANSWER_*).
     """
     from pipeline.interfaces.mcp_server import serve
 
     if not http and (host or port):
         raise click.UsageError("--host and --port need --http (stdio is the default transport)")
-    serve(http=http, host=host or "127.0.0.1", port=port or 8000)
+    if not http and (allowed_hosts or token_file):
+        raise click.UsageError("--allowed-host and --token-file need --http (stdio has no network to guard)")
+    serve(http=http, host=host or "127.0.0.1", port=port or 8000, allowed_hosts=allowed_hosts, token_file=token_file)
 
 
 # --- serve ---------------------------------------------------------------------------------------
 
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0: every interface; the page has no login).")
+              help="Address to listen on (0.0.0.0: every interface; warns without a token).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME[:PORT]", help=ALLOWED_HOST_HELP)
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help=TOKEN_FILE_HELP + " A browser logs in by opening the page once with ?token=….")
 @friendly
-def serve_cmd(host: str, port: int) -> None:
+def serve_cmd(host: str, port: int, allowed_hosts: tuple[str, ...], token_file: Path | None) -> None:
     """Serve the web page: search and ask, articles with their versions, the stored acts (read-only).
 
     \b
@@ -542,4 +560,4 @@ def serve_cmd(host: str, port: int) -> None:
     """
     from pipeline.interfaces.web import serve
 
-    serve(host=host, port=port)
+    serve(host=host, port=port, allowed_hosts=allowed_hosts, token_file=token_file)

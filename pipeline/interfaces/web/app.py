@@ -17,26 +17,28 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Scope
 
 from pipeline.core import __version__
 from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
                                   UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS
 from pipeline.core.numbering import printed
-from pipeline.interfaces.listening import check_port
+from pipeline.interfaces.listening import Guard, Policy, Refusal, check_port, exposure_warning, policy_for
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
 from pipeline.interfaces.web.render import (CHECK_STATUSES, answer_html, badge, date_pl, highlight, marked_text,
                                             timeline_kind, units)
-from pipeline.interfaces.web.security import SECURITY_HEADERS, is_loopback
+from pipeline.interfaces.web.security import SecurityHeaders
 from pipeline.interfaces.web.urls import article_url, search_url
 from pipeline.service import Service
 
@@ -45,6 +47,14 @@ log = logging.getLogger("pipeline.web")
 ACTS_TTL = 30.0  # seconds the act list (the search form's filter) is reused: ingest is a CLI's job, rare
 MAX_ANSWERS = 8  # answers written at once; more visitors are told to try again (each holds a model call)
 HIT_K = 5
+EMPTY_FORM = {"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False}
+# What a visitor refused by the listening guard (pipeline.interfaces.listening) reads.
+REFUSALS = {
+    "host": "Ten serwer nie odpowiada pod tym adresem.",
+    "origin": "Żądanie wysłane z innej strony zostało odrzucone.",
+    "token": "Ta strona wymaga logowania: otwórz adres z tokenem (…/?token=…) od administratora; przeglądarka go "
+             "zapamięta. Jeśli już to zrobiłeś(-aś) w tej przeglądarce, przejdź do wyszukiwania.",
+}
 
 
 class Web:
@@ -67,7 +77,7 @@ class Web:
 
     def render(self, name: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any) -> HTMLResponse:
         html = self.templates.get_template(name).render(**context)
-        return HTMLResponse(html, status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
+        return HTMLResponse(html, status_code=status, headers=headers)
 
     def stored_acts(self) -> list[dict]:
         """Service.acts(), reused for ACTS_TTL seconds (the search form lists them on every page)."""
@@ -211,8 +221,9 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     return error
 
 
-def build_app(service: Service, *, warm: bool = True) -> Starlette:
-    """The web application over ``service`` (closed when the application stops)."""
+def build_app(service: Service, *, warm: bool = True, policy: Policy | None = None) -> ASGIApp:
+    """The web application over ``service`` (closed when the application stops), behind the listening
+    guard of ``policy`` (default: loopback names on any port, no token) and the security headers."""
     web = Web(service)
 
     def page(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
@@ -221,7 +232,7 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
 
         async def endpoint(request: Request) -> Response:
             if request.method == "HEAD" and handler in model_pages:  # never make the answer model run for a HEAD
-                return Response(status_code=200, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+                return Response(status_code=200, media_type="text/html; charset=utf-8")
             try:
                 return await run_in_threadpool(handler, request)
             except Exception as exc:
@@ -239,11 +250,12 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
+        if status == 404 and (twin := _slash_twin(request.scope, app.router.routes)):
+            return RedirectResponse(twin, 307)
         message = "Nie ma takiej strony." if status == 404 else "Ta strona służy tylko do czytania."
         # A 405 says which methods the page takes (Allow, RFC 9110 § 15.5.6), as Starlette's own does.
         return web.render("error.html", status=status, headers=getattr(exc, "headers", None), title="Błąd",
-                          error=PageError(status, message),
-                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
+                          error=PageError(status, message), form=EMPTY_FORM)
 
     async def server_error(request: Request, exc: Exception) -> Response:
         error = _page_error(exc, request)
@@ -264,7 +276,7 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
 
     async def answer_stream(request: Request) -> Response:
         if request.method == "HEAD":  # the stream's headers, without asking the model
-            return Response(status_code=200, media_type="text/event-stream", headers=SECURITY_HEADERS)
+            return Response(status_code=200, media_type="text/event-stream")
         return await web.answer_stream(request)
 
     art = "/acts/{publisher}/{year:int}/{position:int}"
@@ -282,13 +294,40 @@ def build_app(service: Service, *, warm: bool = True) -> Starlette:
         Route("/favicon.ico", lambda request: RedirectResponse("/static/favicon.svg", 301), methods=read),
         Mount("/static", StaticFiles(packages=[("pipeline.interfaces", "static")]), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan,
-                     exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    # Starlette's own trailing-slash redirect writes an absolute URL from the request's Host; not_found
+    # redirects with a relative one instead.
+    app.router.redirect_slashes = False
+
+    def refused(refusal: Refusal, scope: Scope) -> Response:
+        return web.render("error.html", status=refusal.status, headers=refusal.headers, title="Błąd",
+                          error=PageError(refusal.status, REFUSALS[refusal.reason], refusal.message), form=EMPTY_FORM)
+
+    guarded = Guard(app, policy or Policy.listening("127.0.0.1", None), login=True, refuse=refused)
+    return SecurityHeaders(guarded)
+
+
+def _slash_twin(scope: Scope, routes: list) -> str | None:
+    """The same path with its trailing slash toggled, as a relative URL, when only that one is a page."""
+    path = scope["path"]
+    other = path[:-1] if path.endswith("/") else path + "/"
+    if path == "/" or other.startswith("//") or any(r.matches(scope)[0] != Match.NONE for r in routes):
+        return None
+    if not any(r.matches({**scope, "path": other})[0] != Match.NONE for r in routes):
+        return None
+    raw = (scope.get("raw_path") or path.encode()).decode("latin-1")
+    location = raw[:-1] if raw.endswith("/") else raw + "/"
+    if not location.startswith("/") or location.startswith("//"):
+        return None
+    query = scope.get("query_string", b"").decode("latin-1")
+    return location + (f"?{query}" if query else "")
 
 
 # --- the command --------------------------------------------------------------------------------------
 
-def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> None:
+def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4, allowed_hosts: tuple[str, ...] = (),
+          token_file: Path | None = None) -> None:
     """Run the web page until the process is stopped (Ctrl+C)."""
     import uvicorn
 
@@ -298,10 +337,11 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> N
     # One line per failed page on stderr (the visitor reads a Polish message, never a traceback).
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
-    if not is_loopback(host):
-        print(f"pipeline serve: warning: listening on {host}: anyone who can reach this machine can read the "
-              "page and make it ask the answer model (there is no login); use 127.0.0.1 unless you mean it",
-              file=sys.stderr, flush=True)
+    policy = policy_for(host, port, allowed_hosts=allowed_hosts, token_file=token_file)
+    warning = exposure_warning("pipeline serve", host, policy.token,
+                               "read the page and make it ask the answer model")
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     check_port(host, port)
     cfg = settings()
     where = (f"DATABASE_URL {redact_url(cfg.database_url)}" if cfg.database_url
@@ -309,5 +349,8 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4) -> N
     print(f"pipeline serve: database: {where}", file=sys.stderr, flush=True)
     shown = f"[{host}]" if ":" in host else host
     print(f"pipeline serve: http://{shown}:{port}/ (Ctrl+C stops)", file=sys.stderr, flush=True)
-    app = build_app(Service(pool_size=pool_size))
+    print(f"pipeline serve: answers to the hosts {policy.names()}"
+          + ("; every request needs the token (a browser: open the page once with ?token=…)" if policy.token else ""),
+          file=sys.stderr, flush=True)
+    app = build_app(Service(pool_size=pool_size), policy=policy)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)

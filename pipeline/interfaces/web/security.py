@@ -1,7 +1,9 @@
-"""The headers every page sends, and whether an address is this machine's own."""
+"""The headers every response of the page sends (pages, static files, redirects, errors), added by one
+ASGI middleware around the whole application."""
 from __future__ import annotations
 
-import ipaddress
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Content-Security-Policy: our own script and style only, nothing inline, no frames: an act's text or a
 # question that slipped past escaping still could not run code or load anything.
@@ -14,10 +16,24 @@ SECURITY_HEADERS = {
 }
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every HTTP response that does not set one itself. Outermost, so that what
+    Starlette answers on its own (a 404, a 405, a redirect, a 500, a static file) gets them too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(raw=list(message.get("headers", [])))
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+                message = {**message, "headers": headers.raw}
+            await send(message)
+
+        await self.app(scope, receive, send_secured)

@@ -14,8 +14,6 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
-from pipeline.interfaces.web.security import SECURITY_HEADERS
-
 
 class VisitorLeft(Exception):
     """The browser closed the answer's stream: the model call is abandoned."""
@@ -31,7 +29,7 @@ async def one_event(name: str, data: Any) -> AsyncIterator[str]:
 
 def events_response(body: AsyncIterator[str]) -> StreamingResponse:
     return StreamingResponse(body, media_type="text/event-stream",
-                             headers={**SECURITY_HEADERS, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 def answer_events(write: Callable[[Callable[[str], None]], Any], *, done: Callable[[Any], dict],
