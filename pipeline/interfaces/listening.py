@@ -278,8 +278,8 @@ class Guard:
         return response
 
     def _refused(self, scope: Scope, refusal: Refusal) -> Response:
-        log.log(logging.INFO if refusal.quiet else logging.WARNING, "refused %s %s -> %d: %s", scope.get("method", "WEBSOCKET"), _shown(scope.get("path", "")),
-                refusal.status, refusal.message)
+        log.log(logging.INFO if refusal.quiet else logging.WARNING, "refused %s %s -> %d: %s",
+                scope.get("method", "WEBSOCKET"), _shown(scope.get("path", "")), refusal.status, refusal.message)
         return self.refuse(refusal, scope)
 
 
