@@ -120,7 +120,9 @@ def ingest_many(ingestion: Ingestion, todo: IngestPlan, *, embedder: Embedder | 
 
     ``request.latest``: each act id is resolved through the API to its newest consolidated text, which is
     ingested as a version of the same act (pipeline.indexing.latest). ``request.jobs``: processes parsing
-    the next acts ahead when their texts are on disk (``source`` or ``offline``)."""
+    the next acts ahead when their texts are on disk (``source`` or ``offline``). ``request.amending_acts``:
+    then the acts that amended the acts asked for (by id) after their texts, not stored yet, from the same
+    source; local files fetch none."""
     request = todo.request
     results: list[IngestResult] = []
     by_id = [] if todo.files else list(todo.acts)
@@ -147,6 +149,8 @@ def ingest_many(ingestion: Ingestion, todo: IngestPlan, *, embedder: Embedder | 
                 done(ingestion.act(act, source_dir=request.source, offline=request.offline))
     finally:
         ahead.close()
+    if request.amending_acts and by_id:
+        _amending_acts(ingestion, request, results, events)
     for j, path in enumerate(todo.files, start=1):
         events.started(j, total, str(path))
         done(ingestion.file(path, act=todo.acts[0] if todo.acts else None))
@@ -159,6 +163,20 @@ def ingest_many(ingestion: Ingestion, todo: IngestPlan, *, embedder: Embedder | 
     for r in todo.skipped:
         events.finished(r)
     return IngestReport(results + todo.skipped, waiting)
+
+
+def _amending_acts(ingestion: Ingestion, request: IngestRequest, results: list[IngestResult],
+                   events: IngestEvents) -> None:
+    """After the acts asked for, the acts that amended their texts after them (pipeline.indexing.ingest:
+    Ingestion.amending_acts), from the same source; each fetched act joins ``results`` and is told to
+    ``events`` as the others are, and each act asked for says what became of its amending acts."""
+    stored = [r for r in results if r.status in ("new", "unchanged")]
+    fetched = ingestion.amending_acts([r.act for r in stored], source_dir=request.source, offline=request.offline,
+                                      started=events.started, finished=events.finished, warn=events.warned)
+    for r in stored:
+        r.amending_acts = dict(fetched.listed.get(r.act, {}))
+        r.warnings.extend(fetched.warnings.get(r.act, []))
+    results.extend(fetched.results)
 
 
 def _embed(ingestion: Ingestion, results: list[IngestResult], embedder: Embedder, events: IngestEvents) -> None:

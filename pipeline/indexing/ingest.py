@@ -10,16 +10,16 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psycopg
 
-from pipeline.core.act_id import ActId, act_id_from_path, parse_act_id
-from pipeline.core.errors import IngestError, one_line
+from pipeline.core.act_id import ActId, act_dir, act_id_from_path, parse_act_id
+from pipeline.core.errors import ActNotInApi, IngestError, one_line
 from pipeline.sources.chunk import ChunkSizes, text_sha256
-from pipeline.sources.fetch import EliClient, FetchError, fetch_act
+from pipeline.sources.fetch import SUMS_FILE, EliClient, FetchError, fetch_act, has_text
 from pipeline.sources.parse import ParsedAct, ParseError
 from pipeline.sources.parse.read import parse_text, sniff_format
 from pipeline.sources.prepare import prepare
@@ -45,9 +45,37 @@ class IngestResult:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     resolved_from: str | None = None  # --latest: the act asked for, when its newest text is another
+    # Fetched because it amended these acts after their texts (their records list it); [] for an act asked for.
+    amending_of: list[str] = field(default_factory=list)
+    # On an act asked for: each act its record lists as amending its text after it, and what became of it
+    # here: the fetched act's status (new | unchanged | failed), STORED or MISSING.
+    amending_acts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+STORED = "stored"  # an amending act stored before: not fetched again
+MISSING = "missing"  # an amending act the API, the mirror or the archive does not have (a warning)
+
+
+def amending_acts_after(record: EliRecord) -> list[str]:
+    """The acts that amended the text of ``record`` after it, by the record's own lists, oldest first: a
+    consolidated text's "Nowelizacje po tekście jednolitym"; any other text's "Akty zmieniające" whose
+    change takes effect after the text's date (each of them when the text has no date: none can be ruled
+    out). Empty when the record lists none (the mirror's rebuilt records list no relations)."""
+    amendments = record.amendments_after() or []
+    cut = None if record.consolidates else record.text_date
+    return [a.eli for a in amendments if cut is None or a.date is None or a.date > cut]
+
+
+@dataclass
+class AmendingFetch:
+    """What fetching the amending acts of some stored texts did (:meth:`Ingestion.amending_acts`)."""
+
+    results: list[IngestResult] = field(default_factory=list)  # the acts fetched, each with ``amending_of``
+    listed: dict[str, dict[str, str]] = field(default_factory=dict)  # act -> {amending act: what became of it}
+    warnings: dict[str, list[str]] = field(default_factory=dict)  # act -> the amending acts not to be had
 
 
 def local_record(path: Path, act_id: ActId, parsed: ParsedAct) -> EliRecord:
@@ -100,23 +128,122 @@ class Ingestion:
             pages=parsed.pages, seconds=time.perf_counter() - t0, warnings=parsed.warnings,
         )
 
-    def act(self, act: str, *, source_dir: Path | None = None, offline: bool = False) -> IngestResult:
+    def act(self, act: str, *, source_dir: Path | None = None, offline: bool = False, raw_meta: bytes | None = None,
+            amending_of: Sequence[str] = ()) -> IngestResult:
         """Fetch an act by ELI id (from the API, ``source_dir`` or, ``offline``, the archive) and ingest
-        it. Failures are returned (status "failed") and logged, the act committed in a transaction of its own."""
+        it. Failures are returned (status "failed") and logged, the act committed in a transaction of its own.
+        ``raw_meta``: its record, already downloaded; ``amending_of``: the acts it is fetched as amending
+        (logged with the run: sync tells by it an act stored only as an amending act)."""
         try:
             act_id = parse_act_id(act)
         except FetchError as exc:
-            return IngestResult(act=act, status="failed", error=str(exc))
+            return IngestResult(act=act, status="failed", error=str(exc), amending_of=list(amending_of))
 
         def work() -> IngestResult:
             fetched = fetch_act(act_id, client=self.client, archive_dir=self.archive_dir, offline=offline,
-                                source_dir=source_dir, progress=self.progress)
+                                source_dir=source_dir, progress=self.progress, raw_meta=raw_meta)
             parsed = parse_text(fetched.text, fetched.format, progress=self.progress, label=str(act_id))
-            return self.document(fetched.record, fetched.text, fetched.format, parsed)
+            stored = self.document(fetched.record, fetched.text, fetched.format, parsed)
+            stored.amending_of = list(amending_of)
+            return stored
 
         client = self.client.base_url if self.client else "eli"
         source = str(source_dir) if source_dir else ("archive" if offline else client)
-        return self._logged(str(act_id), source, work)
+        result = self._logged(str(act_id), source, work)
+        result.amending_of = list(amending_of)
+        return result
+
+    # --- the acts that amended a stored text after it ----------------------------------------------
+
+    def amending_acts(self, acts: Sequence[str], *, source_dir: Path | None = None, offline: bool = False,
+                      started: Callable[[int, int, str], None] | None = None,
+                      finished: Callable[[IngestResult], None] | None = None,
+                      warn: Callable[[str], None] | None = None) -> AmendingFetch:
+        """Fetch and store the acts that amended the stored texts ``acts`` after them, as their stored
+        records list them (:func:`amending_acts_after`), from where the texts came (the API, ``source_dir``
+        or, ``offline``, the archive). Only these: the amending acts of an amending act are not fetched.
+        An act stored already is not fetched again (the changes it holds are resolved when read, so a stored
+        amending act already updates every stored target); one the source lacks is a ``warn`` line, not a
+        failure. ``started``/``finished`` hear of each act fetched, as an ingest's acts are told."""
+        done = AmendingFetch()
+        wanted: dict[str, list[str]] = {}  # amending act -> the acts it amends, in the order listed
+        for act in dict.fromkeys(acts):
+            record = self._stored_record(act)
+            listed = done.listed.setdefault(act, {})
+            for eli in amending_acts_after(record) if record is not None else ():
+                with contextlib.suppress(FetchError):  # an id that is no act id: _available says so
+                    eli = str(parse_act_id(eli))
+                if eli == act:
+                    continue
+                if eli in wanted:
+                    wanted[eli].append(act)
+                elif self._stored(eli):
+                    listed[eli] = STORED
+                else:
+                    wanted[eli] = [act]
+        for i, (eli, of) in enumerate(wanted.items(), start=1):
+            missing, raw_meta, failed = self._available(eli, source_dir, offline)
+            if missing is not None:
+                line = f"amending act {eli} of {', '.join(of)} not fetched: {missing}"
+                for act in of:
+                    done.listed[act][eli] = MISSING
+                    done.warnings.setdefault(act, []).append(line)
+                (warn or _quiet)(line)
+                continue
+            (started or _quiet)(i, len(wanted), f"{eli} (amending {', '.join(of)})")
+            result = failed or self.act(eli, source_dir=source_dir, offline=offline, raw_meta=raw_meta,
+                                        amending_of=of)
+            result.amending_of = list(of)
+            for act in of:
+                done.listed[act][eli] = result.status
+            done.results.append(result)
+            (finished or _quiet)(result)
+        return done
+
+    def _stored_record(self, eli: str) -> EliRecord | None:
+        """The record stored with the text ``eli`` (None: not stored)."""
+        row = self.conn.execute("SELECT meta FROM acts WHERE eli = %s", (eli,)).fetchone()
+        self.conn.rollback()
+        return EliRecord.read(row[0], eli) if row and isinstance(row[0], dict) else None
+
+    def _stored(self, eli: str) -> bool:
+        """Whether a text of ``eli`` is stored."""
+        row = self.conn.execute("SELECT EXISTS (SELECT 1 FROM act_versions WHERE eli = %s)", (eli,)).fetchone()
+        self.conn.rollback()
+        return bool(row[0])
+
+    def _available(self, eli: str, source_dir: Path | None,
+                   offline: bool) -> tuple[str | None, bytes | None, IngestResult | None]:
+        """Whether the source has a text of ``eli``: (why not, None, None) when it lacks it; else (None, the
+        record as downloaded from the API (None from a folder), None); or (None, None, the failure) when the
+        API could not be asked. Asked before a run is logged: a listed act that is not there is no failed run."""
+        try:
+            aid = parse_act_id(eli)
+        except FetchError as exc:  # a relation to an id of another register
+            return one_line(exc), None, None
+        if source_dir is not None or offline:
+            root = Path(source_dir) if source_dir is not None else self.archive_dir
+            if not (act_dir(root, aid) / "meta.json").is_file():
+                return f"not in {root}", None, None
+            if not has_text(root, aid):
+                return f"no text in {root} (metadata only)", None, None
+            if offline and not (act_dir(root, aid) / SUMS_FILE).is_file():
+                return f"not in the archive {root} (incomplete); run without --offline to download it", None, None
+            return None, None, None
+        client = self.client or EliClient()
+        try:
+            raw = client.meta_bytes(aid)
+            record = EliRecord.read(json.loads(raw), aid)
+        except ActNotInApi:
+            return "not in the ELI API", None, None
+        except (FetchError, ValueError) as exc:
+            return None, None, IngestResult(act=str(aid), status="failed", error=one_line(exc))
+        finally:
+            if client is not self.client:
+                client.close()
+        if not record.has_text:
+            return "no text in the ELI API (metadata only)", None, None
+        return None, raw, None
 
     def file(self, path: Path, *, act: str | None = None) -> IngestResult:
         """Ingest a local PDF or HTML file as a text of ``act`` (None: the act its name says)."""
@@ -162,6 +289,10 @@ class Ingestion:
             self.conn.rollback()
         with contextlib.suppress(Exception):
             self.runs.finish(run_id, "failed", message=one_line(exc))
+
+
+def _quiet(*_: object) -> None:
+    pass
 
 
 def version_id(conn: psycopg.Connection, eli: str, version_no: int | None) -> int | None:

@@ -33,7 +33,10 @@ class IngestRequest:
     ``latest``: each act id is resolved to its newest consolidated text. ``original``: with a title, the
     act as enacted. ``dry_run``: with a title, what would be fetched (:meth:`pipeline.Service.ingest_plan`).
     ``embed``: compute the vectors of what is stored now (else they wait in the queue). ``chunk_chars``:
-    None for CHUNK_CHARS. ``jobs``: processes parsing ahead (None: the CPUs, at most 4).
+    None for CHUNK_CHARS. ``jobs``: processes parsing ahead (None: the CPUs, at most 4). ``amending_acts``:
+    also fetch the acts that amended each act asked for by id after its text (its record's "Akty
+    zmieniające" after the text's date, a consolidated text's "Nowelizacje po tekście jednolitym"), from
+    the same source, those not stored yet; not their own amending acts.
     """
 
     acts: tuple[str, ...] = ()
@@ -52,6 +55,7 @@ class IngestRequest:
     year: int | None = None
     original: bool = False
     dry_run: bool = False
+    amending_acts: bool = True
 
     @property
     def by_title(self) -> bool:
@@ -108,13 +112,16 @@ def _quiet(*_: object) -> None:
 @dataclass(frozen=True)
 class IngestEvents:
     """What an ingest tells while it runs (each optional): ``on_start(i, n, what)`` before an act or
-    file, ``on_result(result)`` after it (once for every act, skipped ones included), ``progress(line)``
-    for fetch and search steps, ``embed_progress`` for the embedding that follows."""
+    file, ``on_result(result)`` after it (once for every act, skipped ones and the amending acts fetched
+    after the acts asked for included), ``progress(line)`` for fetch and search steps, ``on_warning(line)``
+    for what is left undone without failing (an amending act the source lacks: the line is also in the
+    warnings of the act it amends), ``embed_progress`` for the embedding that follows."""
 
     on_start: Callable[[int, int, str], None] | None = None
     on_result: Callable[[IngestResult], None] | None = None
     progress: Callable[[str], None] | None = None
     embed_progress: ProgressFactory | None = field(default=None)
+    on_warning: Callable[[str], None] | None = None
 
     def started(self, i: int, n: int, what: str) -> None:
         (self.on_start or _quiet)(i, n, what)
@@ -124,3 +131,6 @@ class IngestEvents:
 
     def step(self, line: str) -> None:
         (self.progress or _quiet)(line)
+
+    def warned(self, line: str) -> None:
+        (self.on_warning or _quiet)(line)

@@ -3,6 +3,9 @@
 ``sync`` is ``pipeline sync``. It asks the ELI API through the same polite client as ingest (rate
 limit, retries), resolves a consolidated text to its base act's newest one by pipeline.indexing.latest's
 rule, and downloads a text only when the act's record changed or a newer consolidated text appeared.
+Then, as ingest does, it fetches the acts the record lists as amending the current text after it that
+are not stored yet (new ones listed since, or one missing before), except for an act stored only as an
+amending act: the amending acts of amending acts are not fetched.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from pipeline.core.errors import ActNotInApi, IngestError, SyncBusy, one_line
 from pipeline.indexing.embed import ProgressFactory, drain_queue
-from pipeline.indexing.ingest import Ingestion, version_id
+from pipeline.indexing.ingest import Ingestion, IngestResult, version_id
 from pipeline.indexing.latest import NOT_LOOKED_FOR, resolve_newest
 from pipeline.embedders import Embedder
 from pipeline.sources.fetch import FetchError, fetch_act, parse_act_id
@@ -44,6 +47,9 @@ class SyncResult:
     currency: dict[str, Any] | None = None  # of ``current``, after the check
     error: str | None = None
     warning: str | None = None  # what the check could not do, the rest being done (a missing base record)
+    # The acts the record lists as amending the current text after it, and what became of each: the
+    # status of the one fetched now (new | unchanged | failed), "stored" (before), "missing" (not in the API).
+    amending_acts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +65,8 @@ class SyncResult:
             text += f" -> {self.current} (version {self.version})"
         if self.new_amendments:
             text += f"; new since last check: {', '.join(self.new_amendments)}"
+        if fetched := [eli for eli, status in self.amending_acts.items() if status == "new"]:
+            text += f"; amending acts fetched: {', '.join(fetched)}"
         if self.currency:
             text += f"; {self.currency['note']}"
         if self.warning:
@@ -84,9 +92,10 @@ class SyncReport:
                 "acts": [r.to_dict() for r in self.results]}
 
 
-def sync(ingestion: Ingestion, *, restart: bool = False,
-         on_result: Callable[[SyncResult], None] | None = None) -> SyncReport:
-    """Re-check the current text of every stored act against the API; ingest what changed.
+def sync(ingestion: Ingestion, *, restart: bool = False, on_result: Callable[[SyncResult], None] | None = None,
+         amending_acts: bool = True) -> SyncReport:
+    """Re-check the current text of every stored act against the API; ingest what changed; with
+    ``amending_acts``, fetch the acts listed as amending a current text after it that are not stored.
 
     One sync at a time (a session advisory lock on the run log's connection; a second one raises
     SyncBusy). A sync that died midway is resumed: acts it already checked are skipped (unless ``restart``).
@@ -108,7 +117,7 @@ def sync(ingestion: Ingestion, *, restart: bool = False,
                     result = SyncResult(eli, "skipped", base, error=f"checked at {checked:%Y-%m-%d %H:%M} "
                                                                      f"by interrupted sync {resumed}")
                 else:
-                    result = _sync_act(ingestion, eli, base, EliRecord.read(meta, eli))
+                    result = _sync_act(ingestion, eli, base, EliRecord.read(meta, eli), amending_acts)
                 results.append(result)
                 if on_result:
                     on_result(result)
@@ -146,7 +155,7 @@ def _start(conn: psycopg.Connection, restart: bool) -> tuple[int, int | None, dt
     return sync_id, resumed, since
 
 
-def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord) -> SyncResult:
+def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amending_acts: bool) -> SyncResult:
     conn, client, progress = ingestion.conn, ingestion.client, ingestion.progress
     assert client is not None, "sync asks the ELI API"
     result = SyncResult(eli, "unchanged", base, current=eli)
@@ -191,6 +200,8 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord) -> S
         conn.rollback()
         result.status, result.error = "failed", (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return result
+    if amending_acts and not _amending_only(conn, eli):
+        _fetch_amending(ingestion, result)
     now = currency.for_acts(conn, [result.current or eli]).get(result.current or eli)
     conn.rollback()
     if now is not None:
@@ -200,6 +211,35 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord) -> S
         if result.status == "unchanged":
             result.status = "not in force" if now.not_in_force else ("amended since" if now.amended else "unchanged")
     return result
+
+
+def _amending_only(conn: psycopg.Connection, eli: str) -> bool:
+    """Whether ``eli`` was stored only as an amending act of another (every run that stored it says so):
+    its own amending acts are not fetched, so that sync after sync does not go one level deeper."""
+    row = conn.execute("SELECT bool_and(jsonb_array_length(COALESCE(stats->'amending_of', '[]')) > 0) "
+                       "FROM ingest_runs WHERE eli = %s AND status IN ('new', 'unchanged')", (eli,)).fetchone()
+    conn.rollback()
+    return bool(row and row[0])
+
+
+def _fetch_amending(ingestion: Ingestion, result: SyncResult) -> None:
+    """The acts listed as amending the current text after it, fetched from the API when not stored
+    (Ingestion.amending_acts); told on the progress lines. One that the API lacks or that fails is a
+    warning of this act, not its failure: the next sync tries it again."""
+    say = ingestion.progress or (lambda _line: None)
+
+    def finished(fetched: IngestResult) -> None:
+        said = f"version {fetched.version}" if fetched.status != "failed" else fetched.error
+        say(f"{fetched.act}: {fetched.status} ({said})")
+
+    act = result.current or result.act
+    done = ingestion.amending_acts([act], started=lambda _i, _n, what: say(f"amending act {what}"),
+                                   finished=finished)
+    result.amending_acts = done.listed.get(act, {})
+    problems = list(done.warnings.get(act, []))
+    problems += [f"amending act {r.act} failed: {r.error}" for r in done.results if r.status == "failed"]
+    if problems:
+        result.warning = "; ".join(([result.warning] if result.warning else []) + problems)
 
 
 def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord) -> tuple[str, int | None]:
@@ -223,8 +263,14 @@ def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord) -> t
 
 def embed_new_versions(conn: psycopg.Connection, report: SyncReport, embedder: Embedder,
                        progress: ProgressFactory | None = None) -> int:
-    """Embed the texts of the versions a sync stored, as ingest embeds (not a --no-embed backlog)."""
+    """Embed the texts of the versions a sync stored (the amending acts it fetched included), as ingest
+    embeds (not a --no-embed backlog)."""
     versions = [v for r in report.results
                 if r.status == "new version" and (v := version_id(conn, r.current or r.act, r.version))]
+    fetched = sorted({eli for r in report.results for eli, status in r.amending_acts.items() if status == "new"})
+    if fetched:
+        versions += [row[0] for row in conn.execute(
+            "SELECT DISTINCT ON (eli) version_id FROM act_versions WHERE eli = ANY(%s) "
+            "ORDER BY eli, version_no DESC", (fetched,)).fetchall()]
     conn.rollback()  # reads only: drain_queue commits batches of its own
     return drain_queue(conn, embedder, progress=progress, versions=versions)

@@ -293,15 +293,16 @@ class Service:
 
     def sync(self, *, archive_dir: Path | None = None, embed: bool = True, restart: bool = False,
              progress: Callable[[str], None] | None = None, on_result: Callable[[SyncResult], None] | None = None,
-             embed_progress: ProgressFactory | None = None) -> SyncReport:
-        """Re-check every stored act against the ELI API, ingest what changed, then embed the new
-        versions (pipeline.indexing.sync). A second sync while one runs raises SyncBusy."""
+             embed_progress: ProgressFactory | None = None, amending_acts: bool = True) -> SyncReport:
+        """Re-check every stored act against the ELI API, ingest what changed (``amending_acts``: and the
+        acts listed as amending a current text after it, not stored yet), then embed the new versions
+        (pipeline.indexing.sync). A second sync while one runs raises SyncBusy."""
         request = IngestRequest(archive_dir=archive_dir, embed=embed)
         embedder = self.embedder() if embed else None
         # --no-embed still queues new texts for the configured model (as ingest does).
         model = embedder.name if embedder else configured_model()
         with self._ingestion(request, model, True, progress) as ingestion:
-            report = sync.sync(ingestion, restart=restart, on_result=on_result)
+            report = sync.sync(ingestion, restart=restart, on_result=on_result, amending_acts=amending_acts)
             if embedder is not None:
                 sync.embed_new_versions(ingestion.conn, report, embedder, embed_progress)
         return report

@@ -111,6 +111,8 @@ def db_stop() -> None:
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
 @click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
+@click.option("--no-amending-acts", is_flag=True,
+              help="Do not also fetch the acts that amended each --act after its text (from the same source).")
 @click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, MAX_CHARS), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
 @click.option("--latest", is_flag=True,
               help="Ask the API for the newest consolidated text of each --act (e.g. DU/1974/141) and ingest that.")
@@ -125,7 +127,7 @@ def db_stop() -> None:
 @click.option("--dry-run", is_flag=True, help="With --title/--year: list what would be fetched, fetch nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
-def ingest_cmd(no_embed: bool, as_json: bool, **asked: Any) -> None:
+def ingest_cmd(no_embed: bool, no_amending_acts: bool, as_json: bool, **asked: Any) -> None:
     """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
 
     \b
@@ -138,11 +140,14 @@ def ingest_cmd(no_embed: bool, as_json: bool, **asked: Any) -> None:
     pipeline ingest text.html --act DU/2024/581
 
     A search ingest run again skips the texts already stored without asking the API for them, so an
-    interrupted one resumes where it stopped.
+    interrupted one resumes where it stopped. An act asked for by id brings the acts that amended it
+    after its text (its record's "Akty zmieniające" after the text's date, a consolidated text's
+    "Nowelizacje po tekście jednolitym") from the same source, unless stored already; one the source
+    lacks is a warning. --no-amending-acts: only the acts asked for.
     """
     from pipeline.service import IngestEvents, IngestRequest
 
-    request = IngestRequest(embed=not no_embed, **asked)
+    request = IngestRequest(embed=not no_embed, amending_acts=not no_amending_acts, **asked)
     quiet = as_json
     if request.dry_run:
         picks = service().ingest_plan(request, progress=None if quiet else render.step)
@@ -150,7 +155,7 @@ def ingest_cmd(no_embed: bool, as_json: bool, **asked: Any) -> None:
         return
     events = IngestEvents() if quiet else IngestEvents(
         on_start=lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True), on_result=render.ingest_result,
-        progress=render.step, embed_progress=render.progress_bar)
+        progress=render.step, embed_progress=render.progress_bar, on_warning=render.ingest_warning)
     report = service().ingest(request, events)
     if as_json:
         emit_json(report.to_dict())
@@ -478,21 +483,26 @@ def remove_cmd(act: str, yes: bool, as_json: bool) -> None:
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
 @click.option("--no-embed", is_flag=True, help="Do not compute embeddings for new versions now.")
+@click.option("--no-amending-acts", is_flag=True,
+              help="Do not fetch the acts listed as amending a stored text after it that are not stored yet.")
 @click.option("--restart", is_flag=True, help="Check every act, even those an interrupted sync already checked.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
 @friendly
-def sync_cmd(archive_dir: Path | None, no_embed: bool, restart: bool, as_json: bool) -> None:
+def sync_cmd(archive_dir: Path | None, no_embed: bool, no_amending_acts: bool, restart: bool, as_json: bool) -> None:
     """Re-check every stored act against the ELI API and ingest what changed (safe to run from cron).
 
     \b
     One line per act: unchanged | new version (a newer consolidated text) | amended since (the API
     lists amendments the stored text lacks) | not in force | failed | skipped (checked by an
     interrupted sync that this one resumes, or ingested from a local file under an id the API does
-    not publish). Exit status 1 when any act failed; a second sync while
-    one runs is refused with exit status 75 (try again later), so cron can tell the two apart.
+    not publish). The acts listed as amending a stored text after it are fetched when not stored yet
+    (not those of an act stored only as an amending act); --no-amending-acts leaves them. Exit status 1
+    when any act failed; a second sync while one runs is refused with exit status 75 (try again
+    later), so cron can tell the two apart.
     """
     try:
         report = service().sync(archive_dir=archive_dir, embed=not no_embed, restart=restart,
+                                amending_acts=not no_amending_acts,
                                 progress=None if as_json else render.step,
                                 on_result=None if as_json else (lambda r: click.echo(r.line())),
                                 embed_progress=None if as_json else render.progress_bar)

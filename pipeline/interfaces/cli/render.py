@@ -75,8 +75,15 @@ def ingest_result(r: Any) -> None:
         click.echo(f"  warning: {warning}", err=True)
 
 
+def ingest_warning(line: str) -> None:
+    """What an ingest left undone without failing (an amending act the source lacks)."""
+    click.echo(f"  warning: {line}", err=True)
+
+
 def ingest_summary(report: Any, *, by_title: bool, embedded_now: bool) -> None:
-    click.echo(f"{len(report.acts)} act(s): {report.new} new version(s), {report.unchanged} unchanged, "
+    amending = sum(bool(r.amending_of) for r in report.acts)
+    click.echo(f"{len(report.acts)} act(s)" + (f" ({amending} fetched as amending acts)" if amending else "")
+               + f": {report.new} new version(s), {report.unchanged} unchanged, "
                f"{report.failed} failed" + (f", {report.skipped} skipped ({'stored or ' if by_title else ''}no text)"
                                          if report.skipped else "")
                + f"; {report.embedded} embedding(s) computed"
