@@ -34,8 +34,8 @@ from support import corpus, database
 from support.paths import REPO, require_mirror
 
 # Tests never see the developer's own services or keys.
-for _name in ("DATABASE_URL", "EMBED_BACKEND", "EMBED_MODEL", "OLLAMA_URL", "EMBED_BASE_URL", "EMBED_API_KEY",
-              "OPENROUTER_API_KEY", "ANSWER_API_KEY", "ANSWER_BASE_URL", "ANSWER_MODEL", "ELI_API_URL"):
+for _name in ("DATABASE_URL", "DATABASE_READ_URL", "EMBED_BACKEND", "EMBED_MODEL", "OLLAMA_URL", "EMBED_BASE_URL",
+              "EMBED_API_KEY", "OPENROUTER_API_KEY", "ANSWER_API_KEY", "ANSWER_BASE_URL", "ANSWER_MODEL", "ELI_API_URL"):
     os.environ.pop(_name, None)
 
 # The package's bytecode, compiled once. The suite still starts `pipeline` in child processes dozens of

@@ -57,6 +57,8 @@ class Settings:
     archive_dir: Path  # raw ELI responses ("dane/")
     chunk_chars: int
     chunk_overlap: int
+    # Standbys for the read-only work (DATABASE_READ_URL, comma-separated); empty: reads go where writes go.
+    database_read_urls: tuple[str, ...] = ()
 
     @property
     def pgdata(self) -> Path:
@@ -70,7 +72,24 @@ def settings() -> Settings:
         archive_dir=Path(os.environ.get("PIPELINE_ARCHIVE", "dane")),
         chunk_chars=int(env_number(os.environ, "CHUNK_CHARS", int) or DEFAULT_MAX_CHARS),
         chunk_overlap=int(_overlap(os.environ)),
+        database_read_urls=read_urls(os.environ.get("DATABASE_READ_URL", "")),
     )
+
+
+def read_urls(raw: str) -> tuple[str, ...]:
+    """DATABASE_READ_URL's URLs: one, or several separated by commas (blanks and repeats left out). Each
+    is a whole postgresql:// URL: the comma separates servers here, so libpq's own multi-host form
+    (host1,host2 in one URL) is given as one URL per host."""
+    urls: list[str] = []
+    for part in raw.split(","):
+        url = part.strip()
+        if not url or url in urls:
+            continue
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"DATABASE_READ_URL: {url.split('@')[-1][:60]!r} is not a postgresql:// URL; give each "
+                              "standby as a whole URL, several separated by commas")
+        urls.append(url)
+    return tuple(urls)
 
 
 def _overlap(env: Mapping[str, str]) -> int:

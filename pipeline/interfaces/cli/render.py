@@ -34,6 +34,36 @@ def status(info: dict) -> None:
         click.echo(f"embeddings:  {m['model']} ({kind}): "
                    f"{m['embedded']} embedded of {m['texts']} texts{sparse}, {m['queued']} queued")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
+    if line := _replication(info.get("replication") or {}):
+        click.echo(f"replication: {line}")
+    for replica in info.get("read_replicas", ()):
+        state = replica.get("error") or _replication(replica) or "a primary, not a standby"
+        click.echo(f"reads from:  {replica['url']}: {state}")
+
+
+def _replication(where: dict) -> str:
+    """A standby's lag, or a primary's standbys; nothing for a primary without any."""
+    if where.get("role") == "standby":
+        age = where["last_replay_age_s"]
+        replayed = "nothing replayed yet" if age is None else f"last transaction replayed {age:.1f} s ago"
+        return (f"read-only standby ({'streaming from' if where['streaming'] else 'NOT streaming from'} "
+                f"{where['primary'] or 'its primary'}): {where['behind_bytes']} bytes received and not replayed, "
+                f"{replayed}; writes go to the primary")
+    standbys = where.get("standbys") or []
+    return "primary of " + "; ".join(
+        f"{s['name'] or s['client']} ({s['state']}, {s['behind_bytes']} bytes behind"
+        + (f", replay lag {s['replay_lag_s']:.3f} s)" if s["replay_lag_s"] is not None else ")")
+        for s in standbys) if standbys else ""
+
+
+def replica(made: dict) -> None:
+    click.echo(made["url"])
+    click.echo(f"standby of the embedded server in {made['primary']}, streaming, in {made['home']} "
+               f"({made['seconds']:.1f} s); its URL (above) is one of DATABASE_READ_URL", err=True)
+    click.echo(f"  PIPELINE_HOME={made['home']} pipeline db status   # its replay lag", err=True)
+    click.echo(f"  PIPELINE_HOME={made['home']} pipeline db stop", err=True)
+
+
 
 
 def doctor(checks: list[dict]) -> None:
