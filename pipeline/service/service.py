@@ -36,8 +36,11 @@ from pipeline.indexing.request import IngestEvents, IngestRequest
 from pipeline.indexing.sync import SyncReport, SyncResult
 from pipeline.retrieval import evaluate
 from pipeline.retrieval.refusal import search_warning
-from pipeline.retrieval.search import Hit, checked_search, search_gaps, with_currency
+from pipeline.retrieval.search import (Hit, QueryVectors, check_search, checked_search, needs_expansion,
+                                       query_vectors, search_gaps, thesaurus_expansion, with_currency)
+from pipeline.service import gate
 from pipeline.service import status as health
+from pipeline.service.gate import Gate
 from pipeline.service.pool import ConnectionPool
 from pipeline.service.results import (Checked, Found, FoundActs, act_record, article_record, found_act_record,
                                       pick_record)
@@ -71,7 +74,8 @@ class Service:
 
     def __init__(self, database_url: str | None = None, *, embedder: Embedder | None = None,
                  answer_config: ChatConfig | None = None, pool_size: int = 4, warm: bool = True,
-                 config: Settings | None = None, read_urls: Sequence[str] | None = None) -> None:
+                 config: Settings | None = None, max_searches: int | None = None,
+                 max_answers: int | None = None, read_urls: Sequence[str] | None = None) -> None:
         self.settings = config or settings()
         self._url = database_url
         self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)  # the primary: writes
@@ -83,6 +87,12 @@ class Service:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._answer_config = answer_config
+        # Searches and answers at once (PIPELINE_MAX_SEARCHES / PIPELINE_MAX_ANSWERS, else from the CPUs):
+        # one more is refused with Busy, at once (pipeline.service.gate).
+        self.searches = Gate("searches", max_searches or gate.search_limit(),
+                             retry_after=gate.SEARCH_RETRY_AFTER)
+        self.answers = Gate("answers", max_answers or gate.answer_limit(),
+                            retry_after=gate.ANSWER_RETRY_AFTER)
 
     # --- what the service holds ---------------------------------------------------------------
 
@@ -136,31 +146,46 @@ class Service:
     def search(self, query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] | None = None,
                as_of: dt.date | None = None, include_repealed: bool = False, text_if_no_vectors: bool = False) -> Found:
         """The top-k articles for ``query`` (pipeline.retrieval.search), each with its act's currency,
-        and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, and
-        the line that `ask` would refuse these hits. ``text_if_no_vectors``: where no stored text has a
-        vector yet, search the text alone and say so (the page: a reader cannot run `pipeline embed`)."""
-        try:
-            return self._search(query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
-        except NoVectors as exc:
-            if not text_if_no_vectors or mode != "hybrid":
-                raise
-            found = self._search(query, k=k, mode="text", acts=acts, as_of=as_of, include_repealed=include_repealed)
-            found.warnings.insert(0, f"{exc}: searched the text alone")
-            return found
+        and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, a
+        question cut to what the model reads, and the line that `ask` would refuse these hits.
+        ``text_if_no_vectors``: where no stored text has a vector yet, search the text alone and say so
+        (the page: a reader cannot run `pipeline embed`). More searches at once than the service allows:
+        Busy."""
+        with self.searches.slot():
+            try:
+                return self._search(query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
+            except NoVectors as exc:
+                if not text_if_no_vectors or mode != "hybrid":
+                    raise
+                found = self._search(query, k=k, mode="text", acts=acts, as_of=as_of,
+                                     include_repealed=include_repealed)
+                found.warnings.insert(0, f"{exc}: searched the text alone")
+                return found
 
     def _search(self, query: str, *, k: int, mode: str, acts: Sequence[str] | None, as_of: dt.date | None,
                 include_repealed: bool) -> Found:
         embedder = self.embedder() if mode != "text" else None
+        check_search(query, embedder, k=k, mode=mode, acts=list(acts) if acts else None, as_of=as_of)
+        vectors = self._query_vectors(query, embedder, mode)
 
         def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:
             hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts or (), as_of=as_of,
-                                  include_repealed=include_repealed)
+                                  include_repealed=include_repealed, vectors=vectors)
             return with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of)
 
-        hits, warnings = self.pool.run(run)
+        hits, warnings = self.reads.run(run)
+        if cut := vectors.warning(query):
+            warnings.append(cut)
         if refusal := search_warning(hits, embedder, mode):  # the rule ask applies: hits this far off answer nothing
             warnings.append(refusal)
         return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
+
+    def _query_vectors(self, query: str, embedder: Embedder | None, mode: str) -> QueryVectors:
+        """The question embedded with no connection held: one held only for the thesaurus' expansion."""
+        expansion = None
+        if needs_expansion(embedder, mode):
+            expansion = self.reads.run(lambda conn: thesaurus_expansion(conn, query))
+        return query_vectors(embedder, query, mode, expansion=expansion)
 
     def ask(self, question: str, *, k: int = 5, acts: Sequence[str] | None = None, as_of: dt.date | None = None,
             include_repealed: bool = False, rewrite: bool = False, offline: bool = False, stream: bool = True,
@@ -168,17 +193,22 @@ class Service:
             on_fragments: Callable[[list[Fragment]], None] | None = None,
             on_token: Callable[[str], None] | None = None) -> Asked:
         """Retrieve, then answer with the configured model (or offline: the best cited sentences), or
-        refuse: pipeline.answering.answer.answer_question."""
-        from pipeline.answering.answer import answer_question
+        refuse (pipeline.answering.answer). A connection is held for the SQL only: not while the question is
+        rewritten or embedded, nor while the model writes. More answers at once than the service allows: Busy."""
+        from pipeline.answering.answer import answer_retrieved, check_ask, retrieve, searched_question
 
-        embedder = self.embedder()
         config = self.answer_config
-        # Not retried on a broken connection: the model may already have streamed part of an answer.
-        with self.pool.connection() as conn:
-            return answer_question(conn, embedder, question, config, k=k, acts=acts or (), as_of=as_of,
-                                   include_repealed=include_repealed, rewrite=rewrite, offline=offline,
-                                   stream=stream, on_rewrite=on_rewrite, on_fragments=on_fragments,
-                                   on_token=on_token)
+        check_ask(question, k, config, rewrite=rewrite, offline=offline)
+        with self.answers.slot():
+            embedder = self.embedder()
+            searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
+            check_search(searched, embedder, k=k, mode="hybrid", acts=list(acts) if acts else None, as_of=as_of)
+            vectors = self._query_vectors(searched, embedder, "hybrid")
+            found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, k=k,
+                                                        acts=acts or (), as_of=as_of,
+                                                        include_repealed=include_repealed, vectors=vectors))
+            return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream,
+                                    on_fragments=on_fragments, on_token=on_token)
 
     def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None,
              official: bool = False) -> dict:

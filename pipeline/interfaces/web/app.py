@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Scope
 
 from pipeline.core import __version__
-from pipeline.core.errors import (AnswerError, ArticleNotFound, ConfigError, DatabaseError, EmbedderError,
+from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, ConfigError, DatabaseError, EmbedderError,
                                   UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS
 from pipeline.core.numbering import printed
@@ -45,7 +45,6 @@ from pipeline.service import Service
 log = logging.getLogger("pipeline.web")
 
 ACTS_TTL = 30.0  # seconds the act list (the search form's filter) is reused: ingest is a CLI's job, rare
-MAX_ANSWERS = 8  # answers written at once; more visitors are told to try again (each holds a model call)
 HIT_K = 5
 EMPTY_FORM = {"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False}
 # What a visitor refused by the listening guard (pipeline.interfaces.listening) reads.
@@ -71,7 +70,6 @@ class Web:
                                       max_question=MAX_QUESTION_CHARS)
         self._acts: tuple[float, list[dict]] | None = None
         self._acts_lock = threading.Lock()
-        self._answers = threading.BoundedSemaphore(MAX_ANSWERS)
 
     # -- helpers --
 
@@ -142,15 +140,12 @@ class Web:
             acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
         except PageError as exc:
             return stream.events_response(stream.one_event("failure", {"message": exc.message}))
-        if not self._answers.acquire(blocking=False):
-            return stream.events_response(stream.one_event(
-                "failure", {"message": "Serwer pisze teraz wiele odpowiedzi naraz; spróbuj za chwilę."}))
         return stream.events_response(stream.answer_events(
             lambda on_token: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token),
             done=lambda asked: {"html": self.templates.get_template("_answer.html").render(
                 answer=self._answer_context(asked, as_of))},
             failure=lambda exc: _page_error(exc, request).message,
-            finished=self._answers.release))
+            finished=lambda: None))
 
     def acts(self, request: Request) -> Response:
         acts = self.service.acts()
@@ -198,7 +193,10 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     if isinstance(exc, PageError):
         return exc
     detail = one_line(exc) if is_for_the_user(exc) else None
-    if isinstance(exc, ArticleNotFound):  # ActNotFound too
+    if isinstance(exc, Busy):  # as many searches or answers as the service runs at once: no queue
+        error = PageError(503, f"Serwer obsługuje teraz wielu czytelników naraz. Spróbuj za {exc.retry_after} s.",
+                          detail, retry_after=exc.retry_after)
+    elif isinstance(exc, ArticleNotFound):  # ActNotFound too
         error = PageError(404, "Nie ma takiego artykułu ani aktu w bazie (albo nie obowiązywał w tym dniu).", detail)
     elif isinstance(exc, UsageError):
         error = PageError(400, "Tego zapytania nie da się wykonać.", detail)
@@ -212,7 +210,7 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
         error = PageError(500, "Serwer jest źle skonfigurowany.", detail)
     else:
         error = PageError(500, "Coś poszło nie tak po stronie serwera. Spróbuj ponownie.", None)
-    level = logging.WARNING if error.status < 500 else logging.ERROR
+    level = logging.WARNING if error.status < 500 or error.retry_after is not None else logging.ERROR
     # A URL's path and an error's words come from the visitor: control characters are escaped, so that no
     # request writes a line of its own into the log.
     log.log(level, "%s %s -> %d: %s: %s", request.method, checks.visible(request.url.path), error.status,
@@ -237,7 +235,8 @@ def build_app(service: Service, *, warm: bool = True, policy: Policy | None = No
                 return await run_in_threadpool(handler, request)
             except Exception as exc:
                 error = _page_error(exc, request)
-                return web.render("error.html", status=error.status, title="Błąd", error=error, form=web._form())
+                return web.render("error.html", status=error.status, headers=error.headers, title="Błąd",
+                                  error=error, form=web._form())
 
         return endpoint
 
@@ -259,8 +258,8 @@ def build_app(service: Service, *, warm: bool = True, policy: Policy | None = No
 
     async def server_error(request: Request, exc: Exception) -> Response:
         error = _page_error(exc, request)
-        return web.render("error.html", status=error.status, title="Błąd", error=error,
-                          form={"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False})
+        return web.render("error.html", status=error.status, headers=error.headers, title="Błąd", error=error,
+                          form=EMPTY_FORM)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

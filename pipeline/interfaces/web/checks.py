@@ -22,10 +22,16 @@ class PageError(Exception):
     """What a visitor is told (Polish), with the HTTP status; ``detail`` is the library's own line. Both may
     quote what the visitor sent: their control characters are shown escaped."""
 
-    def __init__(self, status: int, message: str, detail: str | None = None) -> None:
+    def __init__(self, status: int, message: str, detail: str | None = None, retry_after: int | None = None) -> None:
         message, detail = visible(message), visible(detail) if detail is not None else None
         super().__init__(message)
         self.status, self.message, self.detail = status, message, detail
+        self.retry_after = retry_after
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Retry-After on a refusal to come back later (RFC 9110 § 10.2.3)."""
+        return {"Retry-After": str(self.retry_after)} if self.retry_after is not None else {}
 
 
 def question(request: Request, required: bool = True) -> str:
