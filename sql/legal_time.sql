@@ -4,12 +4,14 @@
 
 -- Whether an article row whose times are (from_date, until_date) is in force on ``day``: true, false,
 -- or NULL where the texts do not determine it (no from_date).
+-- An SQL-standard body (RETURN): its operators are bound when it is created, so no caller's search_path
+-- reaches it, and it is still inlined into the queries that call it per article row (a pinned
+-- search_path would stop that: sql/security.sql).
 CREATE OR REPLACE FUNCTION in_force_on(from_date date, until_date date, day date) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN until_date IS NOT NULL AND day >= until_date THEN false
-                WHEN from_date IS NULL THEN NULL
-                ELSE day >= from_date END
-$$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN until_date IS NOT NULL AND day >= until_date THEN false
+            WHEN from_date IS NULL THEN NULL
+            ELSE day >= from_date END;
 COMMENT ON FUNCTION in_force_on(date, date, date) IS
     'true / false / NULL (undetermined): an article in force from from_date up to, not including, until_date, on day.';
 
@@ -71,9 +73,3 @@ COMMENT ON VIEW entry_rules IS
     'The "unit -> when" rules of each stored text''s final provisions, for its own act or another (act).';
 COMMENT ON COLUMN entry_rules.when_kind IS
     'period (po upływie …), next_day, publication, date, next_month, next_year, other_act (the term another act sets), event, unknown.';
-
-DO $$
-BEGIN
-    EXECUTE format('ALTER FUNCTION articles_as_of(date) SET search_path = pg_catalog, %I, pg_temp', current_schema());
-END
-$$;

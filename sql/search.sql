@@ -255,6 +255,11 @@ BEGIN
     IF k IS NULL OR k < 1 OR k > 1000 THEN  -- as search_chunks() checks it
         RAISE EXCEPTION 'k must be between 1 and 1000, not %', coalesce(k::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    PERFORM checked_query_text(query_text);  -- as search_chunks() checks it
+    IF query_text IS NULL OR query_text !~ '\S' THEN
+        RAISE EXCEPTION 'text search needs a query_text with a word in it, not %',
+            CASE WHEN query_text IS NULL THEN 'NULL' ELSE 'a blank text' END USING ERRCODE = '22023';
+    END IF;
     RETURN QUERY
     WITH q AS (
         SELECT array_agg(l.lexeme) AS lexemes, array_agg(bm25_idf(l.ndoc, g.chunks)) AS idfs,
@@ -408,6 +413,14 @@ BEGIN
     IF mode IS NULL OR mode NOT IN ('hybrid', 'vector', 'text', 'sparse') THEN
         RAISE EXCEPTION 'mode must be hybrid, vector, text or sparse, not %', coalesce(mode, 'NULL')
             USING ERRCODE = '22023';
+    END IF;
+    -- The text arm reads query_text (the vector and sparse arms are given the question's vectors instead):
+    -- a NULL or blank one would be "no match". A longer text than checked_query_text() reads is refused
+    -- in every mode.
+    PERFORM checked_query_text(query_text);
+    IF mode IN ('hybrid', 'text') AND (query_text IS NULL OR query_text !~ '\S') THEN
+        RAISE EXCEPTION '% search needs a query_text with a word in it, not %', mode,
+            CASE WHEN query_text IS NULL THEN 'NULL' ELSE 'a blank text' END USING ERRCODE = '22023';
     END IF;
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
         RAISE EXCEPTION 'fusion must be rrf or convex, not %', coalesce(fusion, 'NULL') USING ERRCODE = '22023';
@@ -627,16 +640,6 @@ $fn$;
 -- By name alone: the argument list is written once, above (the old overload is dropped first).
 COMMENT ON FUNCTION search_chunks IS
     'Hybrid (RRF or convex) search over current or as-of article chunks; see docs/sql.md.';
-
-DO $$
-BEGIN
-    EXECUTE format('ALTER FUNCTION search_chunks SET search_path = pg_catalog, %I, pg_temp', current_schema());
-    EXECUTE format('ALTER FUNCTION text_search_exact(text, integer) SET search_path = pg_catalog, %I, pg_temp',
-                   current_schema());
-    EXECUTE format('ALTER FUNCTION sparse_query(text, sparsevec) SET search_path = pg_catalog, %I, pg_temp',
-                   current_schema());
-END
-$$;
 
 -- Definer-rights functions read the tables for their caller: only the owner and the roles given them
 -- (pipeline db grant-reader) may call them, not every role that can connect, which is PostgreSQL's

@@ -10,14 +10,32 @@ CREATE TABLE IF NOT EXISTS thesaurus (
 COMMENT ON TABLE thesaurus IS
     'Colloquial term -> statutory wording added to a question''s search (source: file = shipped, re-synced on upgrade; user = yours, kept).';
 
+-- The longest text the search functions read (docs/sql.md): far above a question (the pipeline asks at most
+-- MAX_QUESTION_CHARS, 5 000) and far below what costs seconds: the Polish dictionary reads ~150 kB/s, so one
+-- 1 MB text held search_chunks() 6.5 s. Every function that reads a query's words checks it here first.
+CREATE OR REPLACE FUNCTION checked_query_text(q text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF length(q) > 10000 THEN
+        RAISE EXCEPTION 'query_text is % characters long; at most 10000 are read', length(q) USING ERRCODE = '22023';
+    END IF;
+    RETURN q;
+END
+$$;
+COMMENT ON FUNCTION checked_query_text(text) IS
+    'Internal: the query text, or invalid_parameter_value (22023) when it is longer than 10000 characters.';
+
 -- Statutory wording for the colloquial terms of a question: the expansions of every thesaurus
 -- term whose base forms all occur in it ("mama" -> "osoba bliska"). NULL when none applies.
 -- Used by both arms: added to the full-text terms, and to the text whose vector is searched.
 CREATE OR REPLACE FUNCTION thesaurus_expansion(q text) RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT string_agg(DISTINCT t.expansion, ' ')
-    FROM thesaurus t
-    WHERE to_tsvector('polish', q) @@ plainto_tsquery('polish', t.term)
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    words tsvector := to_tsvector('polish', checked_query_text(q));  -- read once, not once per thesaurus row
+BEGIN
+    RETURN (SELECT string_agg(DISTINCT t.expansion, ' ') FROM thesaurus t
+            WHERE words @@ plainto_tsquery('polish', t.term));
+END
 $$;
 COMMENT ON FUNCTION thesaurus_expansion(text) IS
     'Statutory expansions of the colloquial terms found in a question (thesaurus), or NULL.';
@@ -25,7 +43,7 @@ COMMENT ON FUNCTION thesaurus_expansion(text) IS
 -- The words a question is searched with: base forms of its words and of its expansions.
 CREATE OR REPLACE FUNCTION search_terms(q text) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT tsvector_to_array(to_tsvector('polish', concat_ws(' ', q, thesaurus_expansion(q))))
+    SELECT tsvector_to_array(to_tsvector('polish', concat_ws(' ', checked_query_text(q), thesaurus_expansion(q))))
 $$;
 COMMENT ON FUNCTION search_terms(text) IS
     'Base forms of a question''s words, expanded with the colloquial-to-statutory thesaurus.';

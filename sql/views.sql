@@ -93,10 +93,3 @@ CREATE OR REPLACE VIEW embedding_status AS
     LEFT JOIN embedding_models r USING (model);
 COMMENT ON VIEW embedding_status IS
     'Embedding progress per model (texts, embedded, queued, failing; sparse_embedded: its sparse vectors).';
-
--- Definer-rights functions must not resolve names through the caller's search_path.
-DO $$
-BEGIN
-    EXECUTE format('ALTER FUNCTION versions_as_of(date) SET search_path = pg_catalog, %I, pg_temp', current_schema());
-END
-$$;

@@ -210,12 +210,15 @@ def test_ask_json_with_a_model_carries_no_key(env: dict) -> None:
 def reader(url: str):
     done = run_cli("db", "grant-reader", "reader1", "--password", "pw", env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ("role reader1 can read: current_versions, current_articles, version_articles, "
-                                   "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
-                                   "current_acts, lexeme_stats, corpus_stats, article_references, definitions, "
-                                   "article_timelines, entry_rules, amendment_changes; and call: versions_as_of(), articles_as_of(), "
-                                   "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
-                                   "text_search_exact(), sparse_query()")
+    assert done.stdout.splitlines() == [
+        "role reader1 can read: current_versions, current_articles, version_articles, "
+        "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
+        "current_acts, lexeme_stats, corpus_stats, article_references, definitions, "
+        "article_timelines, entry_rules, amendment_changes; and call: versions_as_of(), articles_as_of(), "
+        "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
+        "text_search_exact(), sparse_query()",
+        "role reader1: statement timeout 10s, at most 20 connections, no temporary tables; the search functions "
+        "run as pipeline_owner"]
     # The embedded server trusts local socket logins, so the password is not what is tested: the rights are.
     reader_url = url.replace("postgres:@", "reader1:pw@", 1)
     assert reader_url != url
@@ -346,6 +349,7 @@ ATTACK = """
 CREATE OR REPLACE FUNCTION pg_temp.as_owner() RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN PERFORM set_config('attack.user', current_user, false); RETURN true; END $$;
 CREATE TEMP VIEW corpus_stats AS SELECT 1 AS id, 1::float8 AS chunks, 1::float8 AS avg_length WHERE pg_temp.as_owner();
+GRANT SELECT ON pg_temp.corpus_stats TO PUBLIC;
 """
 
 
@@ -359,22 +363,39 @@ def _attack(reader) -> str | None:
 
 
 def test_definer_functions_do_not_run_the_readers_code_as_their_owner(reader, url: str) -> None:
-    assert _attack(reader) is None  # search_chunks() never looked at pg_temp
-    # Control: without its fixed search_path the same attack runs the reader's code as the owner.
+    """A reader has no temporary objects (grant-reader takes TEMPORARY away); given them, the fixed
+    search_path still keeps them out, and without it the hijacked code would run as the owner role, which
+    can only read, not as the superuser."""
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to create temporary"):
+        _attack(reader)
+    # search_chunks() and the text arm it calls (which reads corpus_stats) each pin their search_path.
+    chain = (SEARCH_CHUNKS, "search_text_arm")
     with psycopg.connect(url, autocommit=True) as owner:
-        saved = owner.execute(f"SELECT proconfig FROM pg_proc WHERE oid = '{SEARCH_CHUNKS}'::regproc").fetchone()[0]
-        owner.execute(f"ALTER FUNCTION {SEARCH_CHUNKS} RESET search_path")
+        owner.execute("GRANT TEMPORARY ON DATABASE security TO reader1")
+        saved = {fn: owner.execute(f"SELECT proconfig FROM pg_proc WHERE oid = '{fn}'::regproc").fetchone()[0]
+                 for fn in chain}
+        function_owner = owner.execute(f"SELECT proowner::regrole::text FROM pg_proc WHERE oid = '{SEARCH_CHUNKS}'::regproc"
+                                       ).fetchone()[0]
         try:
-            assert _attack(reader) == "postgres"
+            assert _attack(reader) is None  # search_chunks() never looked at pg_temp
+            # Control: without their fixed search_path the same attack runs the reader's code as the owner role.
+            for fn in chain:
+                owner.execute(f"ALTER FUNCTION {fn} RESET search_path")
+            try:
+                assert _attack(reader) == function_owner == "pipeline_owner"
+            finally:
+                for fn in chain:
+                    path = next(s for s in saved[fn] if s.startswith("search_path=")).split("=", 1)[1]
+                    owner.execute(f"ALTER FUNCTION {fn} SET search_path = {path}")
+            insecure = owner.execute("""SELECT oid::regprocedure::text FROM pg_proc
+                                        WHERE prosecdef AND pronamespace = current_schema()::regnamespace
+                                          AND NOT coalesce(proconfig, '{}') && ARRAY(
+                                              SELECT 'search_path=pg_catalog, ' || current_schema() || ', pg_temp')""").fetchall()
+            assert insecure == []  # every SECURITY DEFINER function pins its search_path: pg_catalog first (nothing shadows a built-in), pg_temp last
+            assert _attack(reader) is None
         finally:
-            path = next(s for s in saved if s.startswith("search_path=")).split("=", 1)[1]
-            owner.execute(f"ALTER FUNCTION {SEARCH_CHUNKS} SET search_path = {path}")
-        insecure = owner.execute("""SELECT oid::regprocedure::text FROM pg_proc
-                                    WHERE prosecdef AND pronamespace = current_schema()::regnamespace
-                                      AND NOT coalesce(proconfig, '{}') && ARRAY(
-                                          SELECT 'search_path=pg_catalog, ' || current_schema() || ', pg_temp')""").fetchall()
-    assert insecure == []  # every SECURITY DEFINER function pins its search_path: pg_catalog first (nothing shadows a built-in), pg_temp last
-    assert _attack(reader) is None
+            reader.execute("DROP VIEW IF EXISTS pg_temp.corpus_stats")
+            owner.execute("REVOKE TEMPORARY ON DATABASE security FROM reader1")
 
 
 def test_reader_password_from_stdin_logs_in(url: str):

@@ -41,6 +41,12 @@ SEARCH_PAGE = 500
 MAX_BULK_RECORDS = 5000
 FIND_PUBLISHERS = ("DU", "MP")
 
+# A read-only SQL role (pipeline db grant-reader): each statement at most this long, this many connections at
+# once. Far above a search (tens of milliseconds); a bound on what a reader's SQL can take from the server.
+READER_STATEMENT_TIMEOUT = "10s"
+READER_CONNECTION_LIMIT = 20
+MAX_READER_CONNECTIONS = 10000
+
 MODES = ("hybrid", "vector", "text", "sparse")  # the arms a search ranks with (sql/search.sql)
 FUSIONS = ("rrf", "convex")  # how hybrid search mixes the arms' scores (sql/search.sql)
 

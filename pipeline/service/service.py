@@ -26,7 +26,8 @@ import psycopg
 from pipeline.core.config import Settings, settings
 from pipeline.core.errors import DatabaseError, EvalError, IngestError, NoVectors, UsageError, one_line
 from pipeline.core.redact import redact_url
-from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT
+from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
+    READER_STATEMENT_TIMEOUT
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync
 from pipeline.indexing.embed import EmbedRun, ProgressFactory
@@ -433,12 +434,19 @@ class Service:
         with db.connect(self.database_url(migrate=False), autocommit=True) as conn:
             return schema.current_revision(conn)
 
-    def grant_reader(self, role: str, password: str | None = None) -> dict[str, Any]:
-        """Create ROLE that may only read the documented views and call the search functions:
-        {role, can_log_in, views, functions}."""
-        can_log_in = schema.grant_reader(self.database_url(migrate=False), role, password)
-        return {"role": role, "can_log_in": can_log_in, "views": list(schema.READER_VIEWS),
-                "functions": [f.split("(")[0] for f in schema.READER_FUNCTIONS]}
+    def grant_reader(self, role: str, password: str | None = None, *,
+                     statement_timeout: str | float = READER_STATEMENT_TIMEOUT,
+                     connection_limit: int = READER_CONNECTION_LIMIT) -> dict[str, Any]:
+        """Create ROLE that may only read the documented views and call the search functions, its statements
+        cut at ``statement_timeout`` ("5s", or seconds), at most ``connection_limit`` connections, no
+        temporary tables: {role, can_log_in, views, functions, statement_timeout, connection_limit,
+        owner_role (whom the search functions run as), notes (what the caller must be told)}."""
+        granted = schema.grant_reader(self.database_url(migrate=False), role, password,
+                                      statement_timeout=statement_timeout, connection_limit=connection_limit)
+        return {"role": role, "can_log_in": granted["can_log_in"], "views": list(schema.READER_VIEWS),
+                "functions": [f.split("(")[0] for f in schema.READER_FUNCTIONS],
+                "statement_timeout": granted["statement_timeout"], "connection_limit": granted["connection_limit"],
+                "owner_role": granted["owner_role"], "notes": granted["notes"]}
 
     def stop_database(self) -> bool:
         """Stop the embedded server (True: it was running)."""

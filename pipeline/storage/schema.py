@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import logging
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -13,14 +14,18 @@ from pipeline.storage import amendments, context, db, legal_time
 from pipeline.core.redact import redact_url
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
+log = logging.getLogger(__name__)
+
 # The public SQL interface (docs/sql.md): idempotent files applied in this order after
 # the incremental revisions, as one step, whenever their content changes (pgai's incremental +
 # idempotent split). A revision never reads them: it runs its own frozen SQL.
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "legal_time.sql", "search.sql",
-                   "context.sql", "amendments.sql")
+                   "context.sql", "amendments.sql",
+                   "security.sql")  # last: it pins and hands over the functions the others made
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
 from pipeline.core.errors import UsageError, one_line
+from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 
 
 def _config(url: str):
@@ -138,13 +143,23 @@ def apply_interface(url: str, *, force: bool = False) -> bool:
     """Apply sql/*.sql in one transaction when its content differs from the applied one (or always, with
     force: e.g. after Polish dictionary files were added to the server). True when it ran."""
     text, sha = interface_sql()
+    warned: list[str] = []
     with psycopg.connect(url) as conn, conn.transaction():
+        # What the interface could not do and went on without (sql/security.sql: no owner role where the
+        # role may not create one) is said, not lost among the server's notices.
+        def keep(notice: psycopg.errors.Diagnostic) -> None:
+            if notice.severity_nonlocalized == "WARNING":
+                warned.append(notice.message_primary or "")
+
+        conn.add_notice_handler(keep)
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (UPGRADE_LOCK,))
         if not force and applied_interface(conn) == sha:
             return False  # another process applied it while we waited
         conn.execute(text)
         conn.execute("INSERT INTO sql_interface (sha256) VALUES (%s) ON CONFLICT (singleton) "
                      "DO UPDATE SET sha256 = excluded.sha256, applied_at = now()", (sha,))
+    for message in warned:
+        log.warning("warning: %s", message)
     return True
 
 
@@ -272,12 +287,46 @@ READER_FUNCTIONS = (
 )
 
 
-def grant_reader(url: str, role: str, password: str | None = None) -> bool:
-    """Create (or restrict) ROLE so it can only SELECT the documented views and call the search functions.
-    True when the role can log in. A superuser, a role owning the pipeline's tables (revoking its table
-    rights would stop the pipeline) and PostgreSQL's own pg_* roles are refused."""
+# A duration as PostgreSQL writes one: "500ms", "5s", "2min", "1h" (units: docs/sql.md#read-only-access).
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
+MAX_READER_TIMEOUT_MS = 24 * 3_600_000
+
+
+def reader_timeout_ms(timeout: str | int | float) -> int:
+    """A read-only role's statement timeout in milliseconds: a duration with its unit ("5s", "500ms",
+    "2min", "1h") or, from Python, a number of seconds; a UsageError unless from 1 ms to 24 h."""
+    import math
+    import re
+
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        ms = round(timeout * 1000) if math.isfinite(timeout) else 0  # NaN, infinity: refused below
+    else:
+        found = re.fullmatch(r"\s*(\d{1,9})\s*(ms|s|min|h)\s*", timeout) if isinstance(timeout, str) else None
+        if not found:
+            raise UsageError(f"statement timeout {timeout!r}: give a number and a unit (500ms, 5s, 2min, 1h)",
+                             param="--statement-timeout")
+        ms = int(found[1]) * _DURATION_UNITS_MS[found[2]]
+    if not 1 <= ms <= MAX_READER_TIMEOUT_MS:
+        raise UsageError(f"statement timeout {timeout!r}: from 1ms to 24h", param="--statement-timeout")
+    return ms
+
+
+def grant_reader(url: str, role: str, password: str | None = None, *,
+                 statement_timeout: str | int | float = READER_STATEMENT_TIMEOUT,
+                 connection_limit: int = READER_CONNECTION_LIMIT) -> dict:
+    """Create (or restrict) ROLE so it can only SELECT the documented views and call the search functions,
+    with a statement timeout (in this database) and a connection limit, and no temporary tables. A
+    superuser, a role owning the pipeline's tables or functions (revoking its rights would stop the
+    pipeline) and PostgreSQL's own pg_* roles are refused. Returns {can_log_in, statement_timeout (as
+    PostgreSQL shows it), connection_limit, owner_role (whom the search functions run as), notes (what
+    the caller must be told: TEMPORARY taken from PUBLIC, or left to it)}."""
     from psycopg import sql
 
+    timeout_ms = reader_timeout_ms(statement_timeout)
+    if isinstance(connection_limit, bool) or not isinstance(connection_limit, int) \
+            or not 1 <= connection_limit <= MAX_READER_CONNECTIONS:
+        raise UsageError(f"connection limit {connection_limit!r}: a whole number from 1 to {MAX_READER_CONNECTIONS}",
+                         param="--connection-limit")
     if not role.replace("_", "").isalnum() or not role[0].isalpha():
         raise UsageError(f"role name {role!r}: use letters, digits and _ (starting with a letter)", param="ROLE")
     if role.lower().startswith("pg_"):
@@ -287,31 +336,76 @@ def grant_reader(url: str, role: str, password: str | None = None) -> bool:
     if role.lower() in ("public", "none", "current_user", "session_user", "current_role", "user"):
         raise UsageError(f"role name {role!r}: a name PostgreSQL reserves for roles; choose another", param="ROLE")
     ensure_current(url)
+    notes: list[str] = []
     with psycopg.connect(url) as conn, conn.transaction():
         ident = sql.Identifier(role)
         found = conn.execute(
             "SELECT r.rolsuper, EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid "
-            "AND c.relnamespace = current_schema()::regnamespace) OR r.rolname = current_user "
+            "AND c.relnamespace = current_schema()::regnamespace) OR EXISTS (SELECT 1 FROM pg_proc p "
+            "WHERE p.proowner = r.oid AND p.pronamespace = current_schema()::regnamespace) OR r.rolname = current_user "
             "FROM pg_roles r WHERE r.rolname = %s", (role,)).fetchone()
         if found and found[0]:
             raise UsageError(f"role {role} is a superuser: it reads everything whatever is granted; "
                              "choose another name for a read-only role", param="ROLE")
         if found and found[1]:
-            raise UsageError(f"role {role} owns the pipeline's tables (or is the role running this command): "
-                             "it cannot be made read-only; choose another name", param="ROLE")
+            raise UsageError(f"role {role} owns the pipeline's tables or functions (or is the role running this "
+                             "command): it cannot be made read-only; choose another name", param="ROLE")
         if not found:
             conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(ident))
         if password is not None:
             conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
         db_name = conn.execute("SELECT current_database()").fetchone()[0]
-        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(db_name), ident))
+        database = sql.Identifier(db_name)
+        conn.execute(sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(ident, sql.Literal(connection_limit)))
+        # In this database only: the role may read other databases of the server under other rules.
+        conn.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} SET statement_timeout = {}").format(
+            ident, database, sql.Literal(timeout_ms)))
+        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, ident))
+        notes += _revoke_temporary(conn, role, db_name)
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(_schema(conn)), ident))
         conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(sql.Identifier(_schema(conn)), ident))
         for view in READER_VIEWS:
             conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), ident))
         for fn in READER_FUNCTIONS:  # fixed signatures above, not user input
             conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION " + fn + " TO {}").format(ident))
-        return conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)).fetchone()[0]
+        can_log_in, owner = conn.execute(
+            "SELECT r.rolcanlogin, (SELECT p.proowner::regrole::text FROM pg_proc p "
+            "WHERE p.oid = 'search_chunks'::regproc) FROM pg_roles r WHERE r.rolname = %s", (role,)).fetchone()
+    return {"can_log_in": can_log_in, "statement_timeout": _shown_duration(timeout_ms),
+            "connection_limit": connection_limit, "owner_role": owner, "notes": notes}
+
+
+def _revoke_temporary(conn: psycopg.Connection, role: str, db_name: str) -> list[str]:
+    """Take TEMPORARY (temporary tables, views and functions: what the definer functions' hijack needed)
+    from ``role`` in this database. PostgreSQL grants it to PUBLIC, every role, and a role keeps what
+    PUBLIC holds whatever is revoked from it by name; so it is revoked from PUBLIC, and given back by
+    name to the roles owning the pipeline's tables (migrations use temporary tables). Other roles that
+    need temporary tables here must then be granted them by name. The notes say what the caller must
+    be told."""
+    from psycopg import sql
+
+    database, ident = sql.Identifier(db_name), sql.Identifier(role)
+    conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(database, ident))
+    if not conn.execute("SELECT has_database_privilege('public', current_database(), 'TEMPORARY')").fetchone()[0]:
+        return []
+    for (owner,) in conn.execute(
+            "SELECT DISTINCT r.rolname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT r.rolsuper").fetchall():
+        conn.execute(sql.SQL("GRANT TEMPORARY ON DATABASE {} TO {}").format(database, sql.Identifier(owner)))
+    conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(database))
+    if conn.execute("SELECT has_database_privilege(%s, current_database(), 'TEMPORARY')", (role,)).fetchone()[0]:
+        return [f"{role} can still create temporary tables: only the owner of database {db_name} can take "
+                f"TEMPORARY from PUBLIC (REVOKE TEMPORARY ON DATABASE {db_name} FROM PUBLIC)"]
+    return [f"TEMPORARY on database {db_name} is now revoked from PUBLIC (every role had it): grant it by name "
+            f"to a role that needs temporary tables here (GRANT TEMPORARY ON DATABASE {db_name} TO …)"]
+
+
+def _shown_duration(ms: int) -> str:
+    """Milliseconds as PostgreSQL shows a duration: the largest unit that divides it."""
+    for unit, size in (("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
 def _schema(conn: psycopg.Connection) -> str:

@@ -12,7 +12,7 @@ import click
 from pipeline.core import __version__
 from pipeline.core.errors import SyncBusy, UsageError
 from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FIND_LIMIT, FUSIONS, MAX_CHARS, MAX_FIND_LIMIT, \
-    MAX_JOBS, MAX_K, MIN_CHARS, MODES
+    MAX_JOBS, MAX_K, MAX_READER_CONNECTIONS, MIN_CHARS, MODES, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 from pipeline.interfaces.cli import render
 from pipeline.interfaces.cli.params import (ACT_ID, QUESTION, TOKEN, IsoDate, day, emit_json, friendly, service,
                                             warn)
@@ -412,16 +412,23 @@ def doctor_cmd(as_json: bool) -> None:
 @click.option("--password", help="Also allow the role to log in with this password (visible to `ps` and in "
                                  "shell history: prefer --password-stdin).")
 @click.option("--password-stdin", is_flag=True, help="Read the password from the first line of standard input.")
+@click.option("--statement-timeout", default=READER_STATEMENT_TIMEOUT, show_default=True, metavar="DURATION",
+              help="Cancel any statement of the role that runs longer (in this database): 500ms, 5s, 2min, 1h.")
+@click.option("--connection-limit", type=click.IntRange(1, MAX_READER_CONNECTIONS), default=READER_CONNECTION_LIMIT,
+              show_default=True, help="The most connections the role may hold at once.")
 @friendly
-def db_grant_reader(role: str, password: str | None, password_stdin: bool) -> None:
-    """Create ROLE that may only SELECT the documented views and call the search functions."""
+def db_grant_reader(role: str, password: str | None, password_stdin: bool, statement_timeout: str,
+                    connection_limit: int) -> None:
+    """Create ROLE that may only SELECT the documented views and call the search functions, with a statement
+    timeout and a connection limit, and no temporary tables (TEMPORARY is taken from PUBLIC: docs/sql.md)."""
     if password_stdin:
         if password is not None:
             raise UsageError("give the password one way: --password or --password-stdin", param="--password-stdin")
         password = sys.stdin.readline().rstrip("\r\n")
         if not password:
             raise UsageError("no password on standard input", param="--password-stdin")
-    render.reader_role(service().grant_reader(role, password))
+    render.reader_role(service().grant_reader(role, password, statement_timeout=statement_timeout,
+                                              connection_limit=connection_limit))
 
 
 # --- find: acts by title -----------------------------------------------------------------------------

@@ -78,9 +78,13 @@ def reader_role(granted: dict) -> None:
     role = granted["role"]
     functions = ", ".join(f + "()" for f in granted["functions"])
     click.echo(f"role {role} can read: {', '.join(granted['views'])}; and call: {functions}")
+    click.echo(f"role {role}: statement timeout {granted['statement_timeout']}, at most {granted['connection_limit']} "
+               f"connections, no temporary tables; the search functions run as {granted['owner_role']}")
     if not granted["can_log_in"]:  # a role given a password before keeps it, and its login
         click.echo(f"note: {role} cannot log in; give --password, or use it from another "
                    f"login with SET ROLE {role}", err=True)
+    for note in granted["notes"]:
+        click.echo(f"note: {note}", err=True)
 
 
 # --- ingest / embed / sync / remove --------------------------------------------------------------
