@@ -80,7 +80,8 @@ def site(web_db, embedding_stand_in, chat):
     port = _free_port()
     log = Path(tempfile.mkstemp(prefix="pl-web-", suffix=".log")[1])
     env = {**os.environ, "DATABASE_URL": web_db, **embedding_stand_in.env(), "ANSWER_BASE_URL": chat.base_url,
-           "ANSWER_MODEL": "test-model", "ANSWER_API_KEY": "sk-test-web"}
+           "ANSWER_MODEL": "test-model", "ANSWER_API_KEY": "sk-test-web",
+           "PIPELINE_MAX_SEARCHES": "16"}  # test_concurrent_visitors_share_one_server: 12 at once, none refused
     with log.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "pipeline", "serve", "--port", str(port)], env=env,
                                 stdout=err, stderr=err, cwd=REPO)

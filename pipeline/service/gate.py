@@ -25,9 +25,10 @@ def limit_from_env(name: str, *, per_cpu: int, at_least: int) -> int:
 
 
 def search_limit() -> int:
-    """PIPELINE_MAX_SEARCHES, else 8 per core (at least 16): the question's embedding takes one core at a
-    time, so more only wait; 16 at once on 2 cores kept the article pages' p95 in bounds (bench/load.py)."""
-    return limit_from_env("PIPELINE_MAX_SEARCHES", per_cpu=8, at_least=16)
+    """PIPELINE_MAX_SEARCHES, else 4 per core (at least 8). A search is CPU (the question's embedding,
+    ~0.3 s on one core of the offline model, and the SQL): past a few per core more at once only wait, and
+    32 visitors on 2 cores with 16 admitted waited 6.8 s a search (bench/load.py)."""
+    return limit_from_env("PIPELINE_MAX_SEARCHES", per_cpu=4, at_least=8)
 
 
 def answer_limit() -> int:
