@@ -5,7 +5,7 @@ model, for 1, 8 and 32 visitors, one and two serving processes, on the primary a
 
 Each visitor loops for ``--seconds``: a search (40 %), an article page (30 %), /acts (15 %) or an answer
 written whole (/answer, 15 %), each a whole GET over loopback HTTP; between them nothing (a worst case,
-not a reader's pace). The answer model is the chat stand-in of the tests (the real OpenAI protocol on
+not a reader's pace) unless told to try again: then it waits the Retry-After it was given. The answer model is the chat stand-in of the tests (the real OpenAI protocol on
 loopback) taking ``--model-delay`` seconds an answer. With two processes a visitor's requests alternate
 between them, as a proxy would spread them. Then "8 answers streaming": 8 visitors keep
 /answer/stream busy while 4 read article pages and /acts: the issue's target is their p95 ≤ 100 ms.
@@ -123,7 +123,8 @@ def articles_of(url: str) -> list[str]:
 
 
 def request(client: httpx.Client, base: str, kind: str, question: str, article: str) -> tuple[float, str]:
-    """(seconds, outcome): "ok", "busy" (503, try again) or "error"."""
+    """(seconds, outcome): "ok", "busy" (503, try again: the visitor waits Retry-After, as a page would ask
+    a person to) or "error"."""
     path, params = {"search": ("/search", {"q": question}), "article": (f"/acts/{ACT}/art/{article}", None),
                     "acts": ("/acts", None), "answer": ("/answer", {"q": question}),
                     "stream": ("/answer/stream", {"q": question})}[kind]
@@ -135,6 +136,7 @@ def request(client: httpx.Client, base: str, kind: str, question: str, article: 
         return time.perf_counter() - t0, "error"
     elapsed = time.perf_counter() - t0
     if r.status_code == 503 and r.headers.get("Retry-After"):
+        time.sleep(float(r.headers["Retry-After"]))
         return elapsed, "busy"
     if kind == "stream":
         return elapsed, "busy" if "Spróbuj za" in body and "event: done" not in body else (
