@@ -6,9 +6,14 @@ For each pair (an act's earlier stored text, a later official text of it that th
 the later text's footnotes attribute to a stored amending act ("W brzmieniu ustalonym przez art. 161 pkt 4
 ustawy … (Dz. U. poz. 730)", "Dodany przez …", "Uchylony przez …") is compared: the wording `pipeline show`
 rebuilds from the earlier text on the later text's date, against the later official text. Each unit is
-equal, different (listed, to be explained), or undetermined (the change is in force but not rebuilt: an edit
-of words; or no change was read for it). Needs a database holding the mirror (`pipeline ingest --source
-../shared/eli --all --no-embed`).
+equal, different (listed, to be explained), or undetermined (the change is in force but not rebuilt; or no
+change was read for it). Needs a database holding the mirror (`pipeline ingest --source ../shared/eli --all
+--no-embed`).
+
+An edit of words is applied only where the earlier text's record lists its amending acts and every one up to
+the edit is stored; the mirror's rebuilt records list none. ``--listed EARLIER=ACT,ACT`` refreshes EARLIER's
+stored record with that "Akty zmieniające" list (what the real API gives), in the database itself, as a sync
+would: e.g. ``--listed DU/2002/1204=DU/2024/1222`` claims that no act not stored changed DU/2002/1204 before.
 """
 from __future__ import annotations
 
@@ -45,12 +50,34 @@ def _block(units: dict[str, str], unit: str) -> str:
         " ".join(units.values())
 
 
+def _list_amending_acts(act: str, amending: list[str]) -> None:
+    """``act``'s stored record refreshed with "Akty zmieniające" = ``amending`` (undated: each must be stored
+    for any edit of words after the text to be applied), as ingest or sync would store it."""
+    from pipeline.sources.record import AMENDING_ACTS, EliRecord
+    from pipeline.storage import db, store
+
+    with db.connect() as conn:
+        row = conn.execute("SELECT meta FROM acts WHERE eli = %s", (act,)).fetchone()
+        if row is None:
+            raise SystemExit(f"error: {act} is not stored")
+        meta = {**row[0], "references": {**(row[0].get("references") or {}),
+                                         AMENDING_ACTS: [{"id": a} for a in amending]}}
+        store.upsert_act(conn, EliRecord.read(meta, act))
+        conn.commit()
+    print(f"{act}: record lists as amending acts: {', '.join(amending) or 'none'}")
+
+
 def main(argv: list[str] | None = None) -> None:
     from pipeline import Service
 
     ap = parser(__doc__, epilog=True)
     ap.add_argument("--show", type=int, default=10, help="how many different / undetermined units to list")
+    ap.add_argument("--listed", action="append", default=[], metavar="EARLIER=ACT,ACT",
+                    help="give EARLIER's stored record this list of amending acts (repeatable)")
     args = ap.parse_args(argv)
+    for listed in args.listed:
+        earlier, _, acts = listed.partition("=")
+        _list_amending_acts(earlier, [a for a in acts.split(",") if a])
     with Service(pool_size=1, warm=False) as law:
         stored = {a["act"] for a in law.acts(current_only=False)}
         print(f"{'earlier':<14} {'later':<14} {'units':>5} {'equal':>6} {'different':>9} {'undetermined':>12}")

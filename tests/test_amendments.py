@@ -124,7 +124,7 @@ def test_rebuild_applies_whole_units_and_leaves_edits_of_words_undetermined():
     assert done.text == "Art. 44. 1. (uchylony)\n2. Nowy:\n1) x.\n2a. Dodany.\n3. Trzeci.\n4. Na końcu."
     assert done.applied == (0, 1, 2, 3)
     assert [(i, why.split(":")[0]) for i, why in done.undetermined] == [
-        (4, "an edit of words, a sentence or a part of the act"), (5, "the text has no ust. 9"),
+        (4, "an edit of words"), (5, "the text has no ust. 9"),
         (6, "the text already has ust. 2a")]
     # "dotychczasową treść oznacza się jako ust. 1 i dodaje się ust. 2": the article's text becomes its ust. 1.
     renumbered = rebuild("Art. 108. Kto utrudnia kontrolę,\npodlega grzywnie.", [

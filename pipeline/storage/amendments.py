@@ -8,8 +8,10 @@ the amended act, or the act that dates the amending one, later needs no rewrite.
 
 A change comes after a text when it takes effect after the text's date and the text does not already carry
 it: a consolidated text's footnotes name the acts whose changes it includes (revision 0010's timeline). The
-wording on a date is rebuilt only from changes that set, add, repeal or renumber whole units
-(:func:`rebuilt`); an edit of words leaves its unit as the official text has it, the change told beside it.
+wording on a date is rebuilt from changes that set, add, repeal or renumber whole units (:func:`rebuilt`), and
+from edits of words made to a wording known to be current: every act the text's record lists as amending it
+up to the edit's date is stored, and the words are found once. Any other edit leaves its unit as the official
+text has it, the change told beside it with why.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from psycopg.rows import dict_row, tuple_row
 from pipeline.sources import amendments as reader
 from pipeline.sources.amendments import Change
 from pipeline.sources.parse.model import Article
+from pipeline.sources.record import EliRecord
 
 EXTRACTOR = reader.EXTRACTOR
 
@@ -71,7 +74,8 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
     come after that text: in force by ``day`` or later, or not determined; in the amending acts' order. Each
     {act, unit, operation, target_unit, in_force_from, in_force_undetermined, status, applied, text, ...}:
     ``status`` "in_force" (takes effect by the day), "pending" (later), "undetermined"; ``applied`` false
-    (:func:`rebuilt` sets it for the changes it applies)."""
+    (:func:`rebuilt` sets it for the changes it applies); ``not_current`` why the wording the change edits may
+    not be the current one on its date (None: every amending act the text's record lists up to then is stored)."""
     rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
     text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
                         (version_id,)).fetchone()
@@ -94,6 +98,7 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
         # the article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
         "AND (target_article = %s OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
         "AND source_act <> %s ORDER BY source_act, ordinal", (base, article, base)).fetchall()
+    current = _current_check(conn, version_id)
     out = []
     for r in rows:
         if r["source_act"] in carried:
@@ -110,17 +115,57 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
                                                r["target_article"] is None, r["new_label"], status, start),
                     "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
                     "status": status, "applied": False, "why": None, "text": r["wording"], "old_words": r["old_words"],
-                    "new_words": r["new_words"], "new_label": r["new_label"], "instruction": r["instruction"]})
+                    "new_words": r["new_words"], "new_label": r["new_label"], "instruction": r["instruction"],
+                    "not_current": current(start or day)})
     return out
+
+
+def _current_check(conn: psycopg.Connection, version_id: int):
+    """For the text ``version_id``: a function of a change's date giving why the wording that change edits
+    may not be the current one (None: it is). Current means every act the text's record lists as amending it
+    after its date (a consolidated text's "Nowelizacje po tekście jednolitym", a base act's "Akty zmieniające":
+    EliRecord.amendments_after) up to that date, or undated, is stored: its changes are then all known. A
+    record without the list says nothing, and nothing is current."""
+    eli, meta, valid_from = conn.execute(
+        "SELECT v.eli, a.meta, v.valid_from FROM act_versions v JOIN acts a USING (eli) WHERE v.version_id = %s",
+        (version_id,)).fetchone()
+    record = EliRecord.read(meta, eli)
+    listed = record.amendments_after()
+    if listed is None:
+        return lambda day: f"an edit of words: the record of {eli} lists no amending acts, so an act not stored " \
+                           "may have changed the words since the text"
+    # As ingest fetches them (indexing.ingest.amending_acts_after): a consolidated text's list is all after it.
+    cut = None if record.consolidates else valid_from
+    listed = [a for a in listed if a.eli != eli and (cut is None or a.date is None or a.date > cut)]
+    stored = {r[0] for r in conn.execute("SELECT DISTINCT eli FROM act_versions WHERE eli = ANY(%s)",
+                                         ([a.eli for a in listed],))}
+
+    def why(day: dt.date) -> str | None:
+        missing = [a.eli for a in listed if a.eli not in stored and (a.date is None or a.date <= day)]
+        if not missing:
+            return None
+        shown = ", ".join(missing[:3]) + (f" (and {len(missing) - 3} more)" if len(missing) > 3 else "")
+        return f"an edit of words: {shown}, listed as amending {eli} by then, not stored: the words may have changed"
+    return why
 
 
 def rebuilt(text: str, changes: list[dict]) -> str | None:
     """The wording on the date the changes were listed for: ``text`` with the changes in force by then that
-    set, add, repeal or renumber whole units of it (sources.amendments.rebuild), in the order they took
+    set, add, repeal or renumber whole units of it, or edit the words of a wording known to be current (their
+    ``not_current`` None: :func:`changes_after`), by sources.amendments.rebuild, in the order they took
     effect; each change gets ``applied`` and, where in force but not applied, ``why`` (its unit stays as the
     official text has it). None when no change applies: the official text is the wording."""
     due = sorted((c for c in changes if c["status"] == "in_force" and not c["whole_act"]),
                  key=lambda c: c["in_force_from"])
+    # A change whose date is not determined may come before an edit of the same unit: that edit's words are
+    # then not known to be current.
+    for c in due:
+        if c.get("not_current") is None and reader.edits_words(c):
+            dateless = next((d for d in changes if d["status"] == "undetermined" and not d["whole_act"]
+                             and reader.overlap(d["target_unit"], c["target_unit"])), None)
+            if dateless is not None:
+                c["not_current"] = f"an edit of words: {dateless['act']} {dateless['unit']} changes " \
+                                   f"{dateless['target_unit'] or 'the article'} on a date not determined"
     result = reader.rebuild(text, due)
     for i, why in result.undetermined:
         due[i]["why"] = why

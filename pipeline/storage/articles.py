@@ -98,6 +98,19 @@ def added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.
             "official": False, "official_text": None}
 
 
+def wording_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.date, text: str, *,
+               rebuild: bool = True) -> dict:
+    """Art. ``number`` on ``day`` from ``text``, its official wording in the stored text ``version_id``: the
+    stored changes after that text ({text, official, official_text, changes}), the wording rebuilt from those
+    in force by ``day`` where they determine it (``official`` false, the official text in ``official_text``).
+    ``rebuild`` false: the official text, the changes told beside it. What `show` and `diff` both read."""
+    changes = amendments.changes_after(conn, version_id, number, day)
+    rebuilt = amendments.rebuilt(text, changes) if rebuild else None
+    if rebuilt is None:
+        return {"text": text, "official": True, "official_text": None, "changes": changes}
+    return {"text": rebuilt, "official": False, "official_text": text, "changes": changes}
+
+
 @read_only
 def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
                 version_no: int | None = None, official: bool = False) -> dict:
@@ -153,14 +166,9 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     row["timeline"] = legal_time.timeline(conn, version_id, number)
     row["units_not_in_force"] = legal_time.units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
     # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in
-    # force by then that set, add, repeal or renumber whole units; the official text one step away. A picked
-    # version (--version) or official=True gives the official text alone.
-    row["changes"] = amendments.changes_after(conn, version_id, number, day)
-    row["official"], row["official_text"] = True, None
-    if version_no is None and not official:
-        rebuilt = amendments.rebuilt(row["text"], row["changes"])
-        if rebuilt is not None:
-            row["official"], row["official_text"], row["text"] = False, row["text"], rebuilt
+    # force by then that it determines (wording_on); the official text one step away. A picked version
+    # (--version) or official=True gives the official text alone.
+    row.update(wording_on(conn, version_id, number, day, row["text"], rebuild=version_no is None and not official))
     cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
     row["currency"] = cur.to_dict() if cur else None
     return row

@@ -1,5 +1,6 @@
-"""How an article changed between two stored texts of its act: a word-level diff with each text's date
-(`pipeline diff`, MCP ``compare_versions``)."""
+"""How an article changed between two dates: a word-level diff of its wording on each (`pipeline diff`, MCP
+``compare_versions``, the web diff page), each side the wording `show --as-of` gives for its date: a stored
+text's, or rebuilt from it with the stored changes in force by then (revision 0011), with each side's date."""
 from __future__ import annotations
 
 import datetime as dt
@@ -12,7 +13,7 @@ from psycopg.rows import dict_row
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import ArticleNotFound
 from pipeline.core.numbering import canonical_article
-from pipeline.storage.articles import BASE_OF, require_acts, require_date
+from pipeline.storage.articles import BASE_OF, added_later, require_acts, require_date, wording_on
 from pipeline.storage.db import read_only
 
 _TOKEN = re.compile(r"\s+|[^\s]+")
@@ -73,15 +74,30 @@ def _wording_on(rows: list[dict], day: dt.date | None) -> dict | None:
     return current[0] if current else rows[0]
 
 
+def _on(conn: psycopg.Connection, text: tuple, number: str, wording: dict | None, day: dt.date) -> dict | None:
+    """The article on ``day`` from ``wording``, its official wording in ``text`` (None: the text lacks it), as
+    `show --as-of` gives it: rebuilt with the stored changes in force by ``day`` where they determine it
+    (articles.wording_on), or added by a stored act (articles.added_later). None: not there on that day."""
+    if wording is not None:
+        return wording_on(conn, text[0], number, day, wording["text"])
+    return added_later(conn, text[0], number, day)
+
+
+def _official(wording: dict | None) -> dict | None:
+    return None if wording is None else {"text": wording["text"], "official": True, "changes": []}
+
+
 @read_only
 def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date: dt.date | None = None,
                  to_date: dt.date | None = None) -> dict:
-    """The article on two dates: its wording in force on ``to_date`` (None: the newest wording of the newest
-    text) against the one in force on ``from_date`` (None: the wording before it: the first of two a
-    consolidated text prints, else the one of the text before). A wording is a stored text's, or one of
-    the two a consolidated text prints for a unit, each with its dates (revision 0010). ``unchanged`` when
-    the wordings are equal; ``ops`` the word diff (:func:`word_diff`). An article missing from one text is
-    diffed against nothing, and says so in ``note``."""
+    """The article on two dates: its wording on ``to_date`` (None: the newest wording of the newest text,
+    with the changes in force today) against the one on ``from_date`` (None: the wording before the newest
+    change: before the newest stored change applied to it, else the first of two wordings a consolidated
+    text prints, else the one of the text before). Each side is what `show --as-of` gives for its date: a
+    stored text's wording (one of the two a consolidated text prints, with its dates, revision 0010), rebuilt
+    with the stored changes in force by then where they determine it (``official`` false, ``changes`` the
+    ones applied). ``unchanged`` when the wordings are equal; ``ops`` the word diff (:func:`word_diff`). An
+    article missing on one side is diffed against nothing, and says so in ``note``."""
     eli = str(parse_act_id(act))
     number = canonical_article(article)
     require_date(from_date)
@@ -96,14 +112,21 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
                               f"from {texts[0][3]})")
     new_rows = _wordings(conn, newer[0], number)
     new = _wording_on(new_rows, to_date)
+    new_got = _on(conn, newer, number, new, to_date or dt.date.today())
     if from_date:
         older = _in_force(texts, from_date)
         if older is None:
             raise ArticleNotFound(f"{eli}: no stored text is in force on {from_date} (the earliest is {texts[0][1]}, "
                                   f"from {texts[0][3]})")
         old = _wording_on(_wordings(conn, older[0], number), from_date)
+        old_got = _on(conn, older, number, old, from_date)
+    elif new_got is not None and not new_got["official"]:  # rebuilt: against the day before its newest change
+        newest = max(c["in_force_from"] for c in new_got["changes"] if c["applied"])
+        older, old = newer, new
+        old_got = _on(conn, newer, number, new, newest - dt.timedelta(days=1))
     elif new is not None and new_rows.index(new) > 0:  # the later of two wordings: against the first
         older, old = newer, new_rows[new_rows.index(new) - 1]
+        old_got = _official(old)
     else:
         before = [t for t in texts if texts.index(t) < texts.index(newer)]
         if not before:
@@ -115,11 +138,13 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
                 else f"{eli}: give --from and --to on either side of the change")
         older = before[-1]
         old = _wording_on(_wordings(conn, older[0], number), None)
-    if older[0] == newer[0] and (old is None or new is None or old["wording"] == new["wording"]):
-        raise ArticleNotFound(f"{eli}: the same text ({newer[1]}, {newer[3]}) is in force on both dates; choose dates "
-                              f"on either side of a change (stored texts: "
-                              f"{', '.join(f'{t[1]} from {t[3]}' for t in texts)})")
-    old_text, new_text = (old or {}).get("text"), (new or {}).get("text")
+        old_got = _official(old)
+    old_text, new_text = (old_got or {}).get("text"), (new_got or {}).get("text")
+    if older[0] == newer[0] and (old is None or new is None or old["wording"] == new["wording"]) \
+            and old_text == new_text:
+        raise ArticleNotFound(f"{eli}: the same text ({newer[1]}, {newer[3]}) is in force on both dates, and no "
+                              f"stored change to art. {number} between them; choose dates on either side of a change "
+                              f"(stored texts: {', '.join(f'{t[1]} from {t[3]}' for t in texts)})")
     if old_text is None and new_text is None:
         raise ArticleNotFound(f"{eli}: neither {older[1]} nor {newer[1]} has art. {number}")
     note = None
@@ -128,10 +153,15 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
     elif new_text is None:
         note = f"art. {number} is not in {newer[1]}: removed"
 
-    def side(t: tuple, w: dict | None) -> dict:
+    def side(t: tuple, w: dict | None, got: dict | None) -> dict:
+        # official: the stored text's wording (or no wording at all); else rebuilt by the changes listed.
+        applied = [{"act": c["act"], "unit": c["unit"], "in_force_from": c["in_force_from"],
+                    "operation": c["operation"], "target_unit": c["target_unit"]}
+                   for c in (got or {}).get("changes", []) if c["applied"]]
         return {"act": t[1], "version_no": t[2], "valid_from": t[3], "wording": (w or {}).get("wording", 0),
-                "in_force_from": (w or {}).get("in_force_from"), "in_force_until": (w or {}).get("in_force_until")}
+                "in_force_from": (w or {}).get("in_force_from"), "in_force_until": (w or {}).get("in_force_until"),
+                "official": got is None or got["official"], "changes": applied}
 
-    return {"act": eli, "article": number, "from": side(older, old), "to": side(newer, new),
+    return {"act": eli, "article": number, "from": side(older, old, old_got), "to": side(newer, new, new_got),
             "unchanged": old_text == new_text, "note": note,
             "ops": word_diff(old_text or "", new_text or "")}

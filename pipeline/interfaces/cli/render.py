@@ -308,9 +308,16 @@ def diff(result: dict) -> None:
         text = f"{s['act']} version {s['version_no']}, text as of {s['valid_from'] or 'an unknown date'}"
         if s.get("wording"):  # one of two wordings the text prints, each with its dates
             text += f", wording {s['wording']} ({_span(s['in_force_from'], s['in_force_until'])})"
+        if s.get("official") is False:  # rebuilt from later changes: never shown as the official text
+            text += " [brzmienie odtworzone, nie tekst urzędowy]"
         return text
 
     click.echo(f"art. {result['article']} of {result['act']}: {side(result['from'])} -> {side(result['to'])}")
+    for name in ("from", "to"):
+        if applied := result[name].get("changes"):
+            acts = dict.fromkeys(f"{c['act']} {c['unit']}" for c in applied)
+            since = ", ".join(sorted({str(c["in_force_from"]) for c in applied}))
+            click.echo(f"  {name}: rebuilt by {', '.join(acts)} (in force from {since})")
     if result["note"]:
         click.echo(result["note"])
     if result["unchanged"]:
