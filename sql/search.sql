@@ -54,6 +54,22 @@ LANGUAGE sql STABLE AS $$
     WHERE acts IS NULL OR v.eli = ANY (acts) OR v.base_eli = ANY (acts)
 $$;
 
+-- Revision 0012: an article whose wording on a day is rebuilt from later changes (rebuilt_articles,
+-- pipeline.storage.rebuilt) is searched in that wording, never in both. The chunks of the given versions
+-- that are not the wording of their article on ``day``: the official ones of an article rebuilt that day,
+-- and the rebuilt ones of another period. What every arm of search_chunks() leaves out.
+CREATE OR REPLACE FUNCTION wordings_not_on(versions bigint[], day date) RETURNS bigint[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(array_agg(c.chunk_id), '{}')
+    FROM rebuilt_articles r
+    JOIN chunks c ON c.article_id = r.article_id
+    WHERE r.version_id = ANY (versions)
+      AND CASE WHEN c.rebuilt_id IS NULL THEN in_force_on(r.in_force_from, r.in_force_until, day)
+               ELSE c.rebuilt_id = r.rebuilt_id AND NOT in_force_on(r.in_force_from, r.in_force_until, day) END
+$$;
+COMMENT ON FUNCTION wordings_not_on(bigint[], date) IS
+    'Internal: the chunks of the versions that are not their article''s wording on the day (official or rebuilt).';
+
 -- BM25 of the chunks `ids` for a query given as its lexemes with their idf (same order): the sum,
 -- over the query lexemes a chunk holds, of idf × bm25_tf() (revision 0005: the formula). Only the
 -- query's lexemes are unnested (setweight marks them A, ts_filter keeps them, both in C). Inlined
@@ -168,6 +184,7 @@ DECLARE
     tsq_all    tsquery;
     versions   bigint[];
     excluded   bigint[];  -- article rows not in force on the day (revision 0010)
+    hidden     bigint[];  -- chunks not in the article's wording of the day (revision 0012)
     ranked     bigint[];
     ids        bigint[];
 BEGIN
@@ -193,6 +210,7 @@ BEGIN
     versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
     excluded := CASE WHEN include_repealed THEN '{}'::bigint[]
                      ELSE articles_out_of_force(versions, coalesce(as_of, current_date)) END;
+    hidden := wordings_not_on(versions, coalesce(as_of, current_date));
 
     IF acts IS NULL THEN
         LOOP
@@ -211,7 +229,7 @@ BEGIN
             ids := ARRAY(SELECT c.chunk_id FROM chunks c
                          WHERE c.chunk_id = ANY (ranked)
                            AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed)
-                           AND NOT (c.article_id = ANY (excluded)));
+                           AND NOT (c.article_id = ANY (excluded)) AND NOT (c.chunk_id = ANY (hidden)));
             -- Filters that drop most of the best (as_of, repealed articles): read again, keep more.
             EXIT WHEN cardinality(ids) >= n OR cardinality(ranked) < n_scored;
             n_scored := 4 * n_scored;
@@ -221,12 +239,13 @@ BEGIN
         ids := ARRAY(
             SELECT c.chunk_id FROM chunks c
             WHERE c.tsv @@ coalesce(tsq, tsq_all) AND c.version_id = ANY (versions)
-              AND (include_repealed OR NOT c.repealed) AND NOT (c.article_id = ANY (excluded)));
+              AND (include_repealed OR NOT c.repealed) AND NOT (c.article_id = ANY (excluded))
+              AND NOT (c.chunk_id = ANY (hidden)));
         IF cardinality(ids) < n AND tsq <> tsq_all THEN  -- too few hold an informative lexeme: all count
             ids := ARRAY(
                 SELECT c.chunk_id FROM chunks c
                 WHERE c.tsv @@ tsq_all AND c.version_id = ANY (versions) AND (include_repealed OR NOT c.repealed)
-                           AND NOT (c.article_id = ANY (excluded)));
+                           AND NOT (c.article_id = ANY (excluded)) AND NOT (c.chunk_id = ANY (hidden)));
         END IF;
         RAISE DEBUG 'search_text_arm: scan, % chunks scored', cardinality(ids);
     ELSE
@@ -273,9 +292,11 @@ BEGIN
     matching AS (
         SELECT ARRAY(SELECT c.chunk_id FROM chunks c
                      WHERE c.tsv @@ q.tsq AND NOT c.repealed
-                       AND c.version_id = ANY (v.ids) AND NOT (c.article_id = ANY (v.out_of_force))) AS ids
+                       AND c.version_id = ANY (v.ids) AND NOT (c.article_id = ANY (v.out_of_force))
+                       AND NOT (c.chunk_id = ANY (v.hidden))) AS ids
         FROM q CROSS JOIN (
-            SELECT ids, articles_out_of_force(ids, current_date) AS out_of_force
+            SELECT ids, articles_out_of_force(ids, current_date) AS out_of_force,
+                   wordings_not_on(ids, current_date) AS hidden
             FROM (SELECT ARRAY(SELECT selected_versions(NULL, NULL)) AS ids) s) v
     ),
     best AS (
@@ -335,7 +356,7 @@ COMMENT ON FUNCTION sparse_query(text, sparsevec) IS
 
 -- The rows gained base_eli, version_no and valid_from (2026-12-02: an as-of search says which text
 -- each hit comes from, and a reader, who may not read act_versions, can cite it), then in_force,
--- in_force_from and in_force_until (revision 0010). A function's row
+-- in_force_from and in_force_until (revision 0010), then official and rebuilt_from (revision 0012). A function's row
 -- type cannot be replaced, so an older search_chunks is dropped here and the roles that could call it
 -- are granted the new one below (grant-reader's grants would otherwise be lost).
 CREATE TEMP TABLE IF NOT EXISTS search_chunks_grantees (role name) ON COMMIT DROP;
@@ -344,7 +365,7 @@ DECLARE
     fn oid := (SELECT p.oid FROM pg_proc p
                WHERE p.proname = 'search_chunks' AND p.pronamespace = current_schema()::regnamespace);
 BEGIN
-    IF fn IS NOT NULL AND pg_get_function_result(fn) NOT LIKE '%in_force_until%' THEN
+    IF fn IS NOT NULL AND pg_get_function_result(fn) NOT LIKE '%rebuilt_from%' THEN
         INSERT INTO search_chunks_grantees
             SELECT r.rolname FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) x
             JOIN pg_roles r ON r.oid = x.grantee  -- PUBLIC (0) has no row: it is not given the new one
@@ -396,7 +417,11 @@ RETURNS TABLE (
     -- NULL where the texts do not determine when it is in force (false only with include_repealed).
     in_force       boolean,
     in_force_from  date,              -- the first day it is in force (NULL: undetermined)
-    in_force_until date               -- the first day it no longer is (NULL: no end the texts give)
+    in_force_until date,              -- the first day it no longer is (NULL: no end the texts give)
+    -- Revision 0012: false where the text is the article's wording on the day rebuilt from later changes
+    -- (rebuilt_articles), not an official text; rebuilt_from: those changes, as a JSON list.
+    official       boolean,
+    rebuilt_from   jsonb
 )
 -- SECURITY DEFINER: a read-only role (pipeline db grant-reader) may call it without table access.
 LANGUAGE plpgsql STABLE SECURITY DEFINER AS $fn$
@@ -407,6 +432,7 @@ DECLARE
     sp_query sparsevec;  -- query_sparse weighted by idf (sparse_query()); NULL: no sparse arm
     terms    text[];
     excluded bigint[] := '{}';  -- article rows not in force on the day (revision 0010)
+    hidden   bigint[];          -- chunks not in their article's wording of the day (revision 0012)
 BEGIN
     -- Every argument is checked here, NULL included (a NULL compares to nothing and would slip through
     -- as "no rows" or as a silent default), so that a caller's mistake is an error, not an empty answer.
@@ -517,6 +543,8 @@ BEGIN
     IF NOT include_repealed THEN  -- what is not the law on the day is left out, as a repealed article is
         excluded := articles_out_of_force(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, current_date));
     END IF;
+    -- One wording of an article a day: the rebuilt one where later changes make it, else the official one.
+    hidden := wordings_not_on(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, current_date));
 
     IF mode <> 'text' THEN
         -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -553,7 +581,7 @@ BEGIN
                     JOIN chunks c ON c.chunk_id = u.chunk_id
                     WHERE e.model = %2$L AND $6 IN ('hybrid', 'vector')
                       AND c.version_id IN (SELECT version_id FROM versions)
-                      AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15))
+                      AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15)) AND NOT (c.chunk_id = ANY ($16))
                     ORDER BY e.embedding::%1$s <=> $1::%1$s
                     LIMIT 2 * $5
                 ) n
@@ -578,7 +606,7 @@ BEGIN
                 JOIN chunks c ON c.content_sha256 = e.content_sha256
                 WHERE e.model = %2$L AND $13 IS NOT NULL
                   AND c.version_id IN (SELECT version_id FROM versions)
-                  AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15))
+                  AND ($4 OR NOT c.repealed) AND NOT (c.article_id = ANY ($15)) AND NOT (c.chunk_id = ANY ($16))
                 ORDER BY e.embedding::%3$s <#> $13::%3$s
                 LIMIT $5
             ) s
@@ -614,7 +642,7 @@ BEGIN
         ),
         best AS (  -- one hit per article: its best-scoring part
             SELECT DISTINCT ON (c.version_id, c.article)
-                   f.*, c.version_id, c.article, c.part, c.text, c.article_id, c.repealed
+                   f.*, c.version_id, c.article, c.part, c.text, c.article_id, c.repealed, c.rebuilt_id
             FROM fused f JOIN chunks c ON c.chunk_id = f.chunk_id
             ORDER BY c.version_id, c.article, f.score DESC, f.chunk_id
         )
@@ -624,16 +652,18 @@ BEGIN
                v.base_eli, v.version_no, v.valid_from,
                CASE WHEN b.repealed THEN false
                     ELSE in_force_on(t.in_force_from, t.in_force_until, coalesce($3, current_date)) END,
-               t.in_force_from, t.in_force_until
+               t.in_force_from, t.in_force_until, r.rebuilt_id IS NULL, r.rebuilt_from
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id
         JOIN acts a ON a.eli = v.eli
         LEFT JOIN article_times t ON t.article_id = b.article_id
+        LEFT JOIN rebuilt_articles r ON r.rebuilt_id = b.rebuilt_id
         ORDER BY b.score DESC, b.chunk_id
         LIMIT $10
     $q$, vec_cast, model, sp_cast)
     USING query_embedding, acts, as_of, include_repealed, n_fetch, mode,
-          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion, sp_query, sparse_weight, excluded;
+          rrf_k::double precision, vector_weight, text_weight, k, terms, fusion, sp_query, sparse_weight, excluded,
+          hidden;
 END
 $fn$;
 

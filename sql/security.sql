@@ -21,7 +21,7 @@ BEGIN
             -- what they, the views and the pipeline call with the caller's rights
             'thesaurus_expansion', 'search_terms', 'search_tsquery', 'checked_query_text', 'polish_or_query',
             'amendment_in_force', 'articles_out_of_force', 'selected_versions', 'bm25_scores', 'postings_depths',
-            'search_text_arm', 'refresh_search_stats', 'sparsevec_entries',
+            'search_text_arm', 'refresh_search_stats', 'sparsevec_entries', 'wordings_not_on',
             -- triggers of revisions 0005 and 0008 (their other functions were pinned there)
             'chunks_search_stats', 'sparse_embeddings_immutable'])
     LOOP
@@ -52,7 +52,7 @@ DECLARE
     -- role with "permission denied" (tests/test_reader_role.py calls each in every mode as one).
     readable text := 'acts, act_versions, articles, article_times, chunks, embeddings, embedding_models, '
                      'sparse_embeddings, sparse_models, sparse_features, lexicon, postings, thesaurus, '
-                     'embedding_texts, lexeme_stats, corpus_stats';
+                     'embedding_texts, lexeme_stats, corpus_stats, rebuilt_articles';
 BEGIN
     SELECT * INTO found_role FROM pg_roles WHERE rolname = owner_role;
     IF NOT FOUND THEN

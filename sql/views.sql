@@ -61,7 +61,8 @@ CREATE OR REPLACE VIEW current_chunks AS
     SELECT c.chunk_id, v.eli, v.title AS act_title, c.article, c.part, c.part_count, c.repealed,
            c.text, c.content_sha256, c.version_id, v.version_no, v.valid_from, v.base_eli
     FROM current_versions v
-    JOIN chunks c USING (version_id);
+    JOIN chunks c USING (version_id)
+    WHERE c.rebuilt_id IS NULL;  -- the official texts' (a wording rebuilt from later changes: search_chunks)
 COMMENT ON VIEW current_chunks IS 'Search units (articles or parts of long articles) of the current texts.';
 
 -- What gets embedded: every chunk's text and every piece's (revision 0006), with the chunk it belongs

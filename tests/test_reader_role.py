@@ -29,7 +29,7 @@ OWNER = "pipeline_owner"  # the tests' server runs the pipeline as its superuser
 # What the definer-rights functions read, and nothing else (sql/security.sql).
 OWNER_READS = {"acts", "act_versions", "articles", "article_times", "chunks", "embeddings", "embedding_models",
                "sparse_embeddings", "sparse_models", "sparse_features", "lexicon", "postings", "thesaurus",
-               "embedding_texts", "lexeme_stats", "corpus_stats"}
+               "embedding_texts", "lexeme_stats", "corpus_stats", "rebuilt_articles"}
 
 
 @pytest.fixture(scope="module")

@@ -203,7 +203,8 @@ articles with scores, the article text (or the matching part of a long one) and 
 Then read a whole article with get_article. `acts` limits the search to ELI ids (list_acts);
 `as_of` (YYYY-MM-DD) searches the texts in force on that date; `mode`: hybrid (best), text
 (exact words, statute vocabulary), vector (meaning only), sparse (learned word features; the local
-model only)."""
+model only). A hit whose `official` is false holds the article's wording on that date rebuilt from
+later changes (`rebuilt_from`), not an official text: say so when you quote it."""
 
 CHECK_DESCRIPTION = """\
 Sprawdź cytowania przepisów w tekście. Check every citation of a Polish text against the stored acts:

@@ -85,6 +85,11 @@ class Hit:
     in_force_from: dt.date | None = None
     in_force_until: dt.date | None = None
     units_not_in_force: list[dict] | None = None
+    # Revision 0012: false where the text is the article's wording on the day searched rebuilt from later
+    # changes (pipeline.storage.rebuilt), not an official text; then the changes that made it
+    # ({act, unit, operation, target_unit, in_force_from}).
+    official: bool = True
+    rebuilt_from: list[dict] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -177,25 +182,29 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
         row = conn.execute(
             f"""
             SELECT c.chunk_id, v.eli, a.title, c.part, c.text, v.version_no, v.valid_from, i.in_force,
-                   t.in_force_from, t.in_force_until
+                   t.in_force_from, t.in_force_until, r.rebuilt_id IS NULL, r.rebuilt_from
             FROM chunks c JOIN versions_as_of(%(as_of)s) v USING (version_id) JOIN acts a ON a.eli = v.eli
             LEFT JOIN article_times t ON t.article_id = c.article_id
+            LEFT JOIN rebuilt_articles r ON r.rebuilt_id = c.rebuilt_id
             CROSS JOIN LATERAL (SELECT in_force_on(t.in_force_from, t.in_force_until,
                                                    coalesce(%(as_of)s, current_date)) AS in_force) i
             WHERE v.base_eli = {BASE_OF} AND c.article = %(a)s AND (%(rep)s OR NOT c.repealed)
+              -- the wording of that day: rebuilt from later changes, or the official one (revision 0012)
+              AND NOT (c.chunk_id = ANY (wordings_not_on(ARRAY[v.version_id], coalesce(%(as_of)s, current_date))))
               AND (%(rep)s OR i.in_force IS DISTINCT FROM false)  -- the wording that is the law that day
               AND (%(acts)s::text[] IS NULL OR v.eli = ANY(%(acts)s) OR v.base_eli = ANY(%(acts)s))
             ORDER BY i.in_force DESC NULLS LAST, c.part LIMIT 1
             """, {"as_of": as_of, "e": base, "a": article, "rep": include_repealed, "acts": acts}).fetchone()
         if row is None:
             continue
-        chunk_id, act, title, part, text, version_no, valid_from, in_force, in_force_from, in_force_until = row
+        (chunk_id, act, title, part, text, version_no, valid_from, in_force, in_force_from, in_force_until, official,
+         rebuilt_from) = row
         found = next((h for h in hits if (h.act, h.article) == (act, article)), None)
         if found is None:  # not among the ranked hits: the article's first part, with no arm's scores
             found = Hit(chunk_id, act, title, article, part, text, None, None, hits[0].score if hits else 0.0,
                         None, None, hits[0].best_similarity if hits else None, version_no=version_no,
                         valid_from=valid_from, in_force=in_force, in_force_from=in_force_from,
-                        in_force_until=in_force_until)
+                        in_force_until=in_force_until, official=official, rebuilt_from=rebuilt_from)
         if found not in named:
             found.named = True
             named.append(found)
@@ -255,7 +264,7 @@ def search(
                 """
                 SELECT chunk_id, eli AS act, act_title, article, part, text, similarity, text_score, score,
                        vector_rank, text_rank, best_similarity, sparse_score, sparse_rank, version_no, valid_from,
-                       in_force, in_force_from, in_force_until
+                       in_force, in_force_from, in_force_until, official, rebuilt_from
                 FROM search_chunks(%(q)s, %(v)s::vector, %(model)s, %(k)s, %(acts)s, %(as_of)s, %(rep)s, %(mode)s,
                                    %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
                 """,

@@ -57,6 +57,10 @@ class HitRecord(TypedDict):
     in_force_note: str
     units_not_in_force: list[dict]  # {unit, kind, from, until, note}
     citation_pl: dict  # {long, short}: to paste into a letter ("art. 154 § 1 k.p."), numbers with superscripts
+    # Revision 0012: false where `text` is the article's wording on the date searched rebuilt from later changes,
+    # not an official text; rebuilt_from: those changes ({act, unit, operation, target_unit, in_force_from}).
+    official: bool
+    rebuilt_from: list[dict] | None
 
 
 class VersionRecord(TypedDict):
@@ -234,6 +238,7 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
         "in_force_note": in_force_note(as_of or dt.date.today(), hit.in_force_from, hit.in_force_until, None),
         "units_not_in_force": hit.units_not_in_force or [],
         "citation_pl": citation_pl(hit.act, hit.article, "", hit.currency, hit.act_title),
+        "official": hit.official, "rebuilt_from": hit.rebuilt_from,
     }
 
 

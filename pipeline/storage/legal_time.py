@@ -21,6 +21,7 @@ from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
 from pipeline.sources.record import EliRecord, act_name
+from pipeline.storage import rebuilt
 
 EXTRACTOR = provision_time.EXTRACTOR
 
@@ -74,6 +75,11 @@ def refresh_act(conn: psycopg.Connection, eli: str, *, skip: Iterable[int] = ())
         versions = [v for v in versions_touched(conn, eli) if v not in set(skip)]
         for version_id in versions:
             refresh(conn, version_id)
+        # The wordings rebuilt from the changes of these texts' acts (revision 0012): their dates, or the
+        # changes themselves, may be new.
+        sources = {eli, *(r[0] for r in conn.execute("SELECT eli FROM act_versions WHERE version_id = ANY(%s)",
+                                                       (versions,)))}
+        rebuilt.refresh_versions(conn, (v for v in rebuilt.versions_amended_by(conn, sources) if v not in set(skip)))
     return len(versions)
 
 

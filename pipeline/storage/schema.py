@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import psycopg
 
-from pipeline.storage import amendments, context, db, legal_time
+from pipeline.storage import amendments, context, db, legal_time, rebuilt
 from pipeline.core.redact import redact_url
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
@@ -241,7 +241,7 @@ def ensure_current(url: str) -> None:
                 "(pipeline db grant-reader) is for SQL through the views and search_chunks(); the pipeline "
                 "needs the role that owns its tables") from None
         if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
-            if (context.stale(conn) or legal_time.stale(conn) or amendments.stale(conn)) and \
+            if (context.stale(conn) or legal_time.stale(conn) or amendments.stale(conn) or rebuilt.stale(conn)) and \
                     not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
                 backfill_context(url)  # not on a standby: it serves reads, without what it lacks
             return
@@ -257,7 +257,8 @@ def backfill_context(url: str) -> int:
         conn.execute("SELECT pg_advisory_lock(%s)", (UPGRADE_LOCK,))
         try:
             conn.commit()
-            return context.backfill(conn) + legal_time.backfill(conn) + amendments.backfill(conn)
+            # the rebuilt wordings last: they read the changes and times the others work out
+            return context.backfill(conn) + legal_time.backfill(conn) + amendments.backfill(conn) + rebuilt.backfill(conn)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (UPGRADE_LOCK,))
             conn.commit()

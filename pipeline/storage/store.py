@@ -21,7 +21,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.sources.chunk import Piece
 from pipeline.sources.prepare import PreparedArticle, PreparedText
 from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
-from pipeline.storage import amendments, context, currency, legal_time
+from pipeline.storage import amendments, context, currency, legal_time, rebuilt
 from pipeline.storage.queue import enqueue_missing
 
 
@@ -168,6 +168,8 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
         legal_time.refresh(conn, version_id)
         # The changes it makes to other acts (revision 0011); resolved to stored acts when read.
         amendments.write(conn, version_id, text.amendments)
+        # Its articles' wordings after it, rebuilt from the changes already stored (revision 0012); queued below.
+        rebuilt.refresh(conn, version_id)
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
@@ -318,9 +320,13 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         for e in sorted({base, *elis}):  # as ingest takes them: no version of the act is being written
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(e),))
         versions, chunks = conn.execute(
-            "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FROM act_versions v "
-            "LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
+            "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FILTER (WHERE c.rebuilt_id IS NULL) "
+            "FROM act_versions v LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
+        amended = rebuilt.versions_amended_by(conn, elis)  # the texts whose rebuilt wordings it made
         conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
+        # Their wordings without its changes (revision 0012): what it added to them goes with it.
+        rebuilt.refresh_versions(conn, (v for v in amended if conn.execute(
+            "SELECT 1 FROM act_versions WHERE version_id = %s", (v,)).fetchone()))
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
     return Removed(eli, base, elis, versions, chunks)
