@@ -78,7 +78,8 @@ def test_json_answer(corpus):
     out = json.loads(result.stdout)
     usage = server.usage
     assert out["answer"] == REPLY
-    assert out["citations"] == [{"citation": "[DU/2025/277, art. 167^2]", "act": "DU/2025/277", "article": "167^2"}]
+    assert out["citations"] == [{"citation": "[DU/2025/277, art. 167^2]", "act": "DU/2025/277", "article": "167^2",
+                                 "official": True}]
     assert all(f["citation"] == f"[{f['act']}, art. {f['article']}]" for f in out["fragments"])
     assert out["prompt_tokens"] == usage["prompt_tokens"] and out["completion_tokens"] == usage["completion_tokens"]
     assert out["cost_usd"] == pytest.approx((usage["prompt_tokens"] * PRICE_IN + usage["completion_tokens"] * PRICE_OUT) / 1e6)
@@ -191,7 +192,7 @@ def test_offline_answer_is_extractive_and_cited(corpus):
     assert as_json.returncode == 0, as_json.stderr
     out = json.loads(as_json.stdout)
     assert out["model"] is None and out["prompt_tokens"] is None and out["cost_usd"] is None
-    assert {"citation": "[DU/2025/277, art. 167^2]", "act": "DU/2025/277", "article": "167^2"} in out["citations"]
+    assert {"citation": "[DU/2025/277, art. 167^2]", "act": "DU/2025/277", "article": "167^2", "official": True} in out["citations"]
 
 
 def test_offline_flag_never_calls_the_configured_model(corpus):

@@ -385,7 +385,7 @@ def test_http_transport_with_the_answer_tool(mcp_url, ollama):
     assert out["answered_first"] is False
     answer = out["answer"].structured_content
     assert not out["answer"].is_error and answer["answer"] == reply and not answer["refused"]
-    assert answer["citations"] == [{"citation": f"[{KP}, art. 167^2]", "act": KP, "article": "167^2"}]
+    assert answer["citations"] == [{"citation": f"[{KP}, art. 167^2]", "act": KP, "article": "167^2", "official": True}]
     assert answer["model"] == "test-model" and answer["cost_usd"] == pytest.approx(0.000123)
     assert answer["prompt_tokens"] > 0 and answer["completion_tokens"] > 0
     assert answer["fragments"] and all(f["act"] == KP for f in answer["fragments"])

@@ -197,7 +197,7 @@ def test_ask_json_with_a_model_carries_no_key(env: dict) -> None:
         streamed = run_cli("ask", QUESTION, env=keyed, timeout=120)
     assert done.returncode == 0 and streamed.returncode == 0, done.stderr + streamed.stderr
     answer = json.loads(done.stdout)
-    assert answer["answer"] == f"Tak, musi [{ACT}, art. 5]." and answer["citations"] == [{"citation": f"[{ACT}, art. 5]", "act": ACT, "article": "5"}]
+    assert answer["answer"] == f"Tak, musi [{ACT}, art. 5]." and answer["citations"] == [{"citation": f"[{ACT}, art. 5]", "act": ACT, "article": "5", "official": True}]
     for out in (done.stdout + done.stderr, streamed.stdout + streamed.stderr):
         assert SECRET not in out and "sk-or-other-1" not in out
     # The OpenRouter key never went to another server; the server got the key meant for it.

@@ -24,7 +24,8 @@ from pipeline.answering.chat import (
     probe,
     rewrite_query,
 )
-from pipeline.answering.citations import answer_warnings, cite, cited_segments, foreign_citations, parse_citations
+from pipeline.answering.citations import (StreamMarker, answer_warnings, cite, cited_segments, foreign_citations,
+                                          mark_rebuilt, parse_citations, rebuilt_citations)
 from pipeline.answering.extractive import EXTRACTIVE_NOTE, extractive_answer, split_units, stem
 from pipeline.answering.fragments import Answer, Fragment
 from pipeline.answering.prompts import NOT_FOUND, REWRITE_PROMPT, SYSTEM_PROMPT, build_messages, refusal
@@ -84,7 +85,9 @@ class Asked:
         return {
             "question": self.question, "searched": self.searched, "answer": result.text, "refused": result.refused,
             "model": result.model,
-            "citations": [{"citation": cite(a, n), "act": a, "article": n} for a, n in result.citations],
+            # official: false where the article cited was read in a wording rebuilt from later changes
+            "citations": [{"citation": cite(a, n), "act": a, "article": n,
+                           "official": (a, n) not in rebuilt_citations(result)} for a, n in result.citations],
             "fragments": [{"citation": cite(f.act, f.article), "act": f.act, "article": f.article, "part": f.part,
                            "role": f.role, "used_by": f.used_by,
                            "score": f.score, "similarity": f.similarity} for f in result.fragments],
@@ -162,7 +165,8 @@ def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, sea
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity, named=h.named,
                           currency=currencies[h.act].note() if h.act in currencies else None,
-                          time_notes=time_notes(h), units_out=[u["unit"] for u in h.units_not_in_force or []])
+                          time_notes=time_notes(h), units_out=[u["unit"] for u in h.units_not_in_force or []],
+                          official=h.official, rebuilt_from=h.rebuilt_from)
                  for h in hits]
     if not verdict.refused and context_chars:
         fragments += [Fragment(act=c.act, article=c.article, text=c.text, role=c.role, used_by=c.used_by, term=c.term,
@@ -179,6 +183,7 @@ def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | N
     threshold, else by the model, else extractive. ``on_fragments`` gets the fragments just before a
     model is asked, ``on_token`` the answer as it streams."""
     streamed = False
+    rebuilt = {(f.act, f.article) for f in found.fragments if not f.official}
     if found.verdict.refused:
         result = refusal(found.fragments)
         note = f"{found.verdict.reason}; no model was asked"
@@ -186,11 +191,18 @@ def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | N
         if on_fragments:
             on_fragments(found.fragments)
         streamed = stream and on_token is not None
-        result = generate(found.question, found.fragments, config, stream=stream, on_token=on_token, as_of=as_of)
+        # What streams is marked as the whole answer is below (a citation of a rebuilt wording says so).
+        marker = StreamMarker(on_token, rebuilt) if on_token is not None and rebuilt else None
+        result = generate(found.question, found.fragments, config, stream=stream, on_token=marker or on_token,
+                          as_of=as_of)
+        if marker is not None:
+            marker.flush()
         note = f"model {result.model or config.model}"
     else:
         result = extractive_answer(found.question, found.fragments)
         note = OFFLINE_NOTE if config.configured else NO_MODEL_NOTE
+    # A citation of a rebuilt wording says so next to it, in the text every face shows (revision 0012).
+    result.text = mark_rebuilt(result.text, rebuilt)
     cited = {a: found.currencies[a] for a in dict.fromkeys(a for a, _ in result.citations) if a in found.currencies}
     return Asked(found.question, found.searched, result, found.verdict, note, streamed, cited,
                  currency.warning(cited.values()), found.warnings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 
 from pipeline.answering.fragments import Answer
 from pipeline.core.act_id import parse_act_id
@@ -131,6 +132,61 @@ def cited_segments(text: str) -> list[tuple[str, tuple[str, str] | None]]:
         pos = m.end()
     out.append((text[pos:], None))
     return out
+
+
+# Told next to a citation of a rebuilt wording (revision 0012): the answer must not pass it off as an official text.
+REBUILT_MARK = "(brzmienie odtworzone ze zmian, nie tekst urzędowy)"
+
+
+def rebuilt_citations(answer: Answer) -> set[tuple[str, str]]:
+    """The (act, article) of the fragments whose text is a rebuilt wording, not an official text."""
+    return {(f.act, f.article) for f in answer.fragments if not f.official}
+
+
+def mark_rebuilt(text: str, rebuilt: set[tuple[str, str]]) -> str:
+    """``text`` with :data:`REBUILT_MARK` after each bracketed citation of a rebuilt wording (once: a citation
+    already marked is left as it is)."""
+    if not rebuilt:
+        return text
+    out, pos = [], 0
+    for m in _BRACKETS.finditer(text):
+        if not set(parse_citations(m.group(0))) & rebuilt or text.startswith(REBUILT_MARK, m.end() + 1):
+            continue
+        out.append(text[pos:m.end()] + " " + REBUILT_MARK)
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
+class StreamMarker:
+    """:func:`mark_rebuilt` on an answer as it streams: a bracketed span is held until it closes, then passed on
+    marked where it cites a rebuilt wording; call :meth:`flush` when the stream ends."""
+
+    def __init__(self, emit: Callable[[str], None], rebuilt: set[tuple[str, str]]) -> None:
+        self.emit, self.rebuilt, self.held = emit, rebuilt, ""
+
+    def __call__(self, token: str) -> None:
+        out = []
+        for ch in token:
+            if not self.held:
+                if ch == "[":
+                    self.held = ch
+                else:
+                    out.append(ch)
+                continue
+            self.held += ch
+            if ch == "]":
+                out.append(mark_rebuilt(self.held, self.rebuilt))
+                self.held = ""
+            elif ch in "[\n" or len(self.held) > 202:  # no citation span (_BRACKETS): passed on as it is
+                out.append(self.held[:-1] if ch == "[" else self.held)
+                self.held = "[" if ch == "[" else ""
+        if out:
+            self.emit("".join(out))
+
+    def flush(self) -> None:
+        if self.held:
+            self.emit(self.held)
+            self.held = ""
 
 
 def foreign_citations(answer: Answer) -> list[tuple[str, str]]:

@@ -31,6 +31,10 @@ class Fragment:
     # notes, Polish): told to the model beside the text; the offline answer leaves those units out.
     time_notes: list[str] = field(default_factory=list)
     units_out: list[str] = field(default_factory=list)  # the units not in force that day ("ust. 4")
+    # False: the text is the article's wording on the day asked rebuilt from later changes (revision 0012),
+    # not an official text; rebuilt_from: those changes ({act, unit, ...}). The answer says so at its citation.
+    official: bool = True
+    rebuilt_from: list[dict] | None = None
 
 
 @dataclass

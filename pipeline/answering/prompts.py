@@ -45,6 +45,10 @@ def build_messages(question: str, fragments: list[Fragment], as_of: dt.date | No
             header += f" {f.act_title}"
         if f.part > 1:
             header += f" (część {f.part})"
+        if not f.official:  # the model must not present it as the official text
+            made_by = ", ".join(dict.fromkeys(f"{c['act']} {c['unit']}" for c in f.rebuilt_from or []))
+            header += (f" [brzmienie odtworzone ze zmian wprowadzonych przez {made_by or 'późniejsze akty'}, "
+                       "nie tekst urzędowy: cytując, zaznacz to]")
         text = f.text.strip()
         if f.time_notes:  # the units that are not the law on the day asked: the model must not state them as law
             text += "\n[Stan w dniu, którego dotyczy pytanie: " + "; ".join(f.time_notes) + "]"
