@@ -95,6 +95,7 @@ class Hit:
         return asdict(self)
 
 
+@read_only
 def thesaurus_expansion(conn: psycopg.Connection, query: str) -> str | None:
     """The thesaurus' statutory wording of the question's colloquial terms ("mama": "osoba bliska")."""
     return conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0] or None

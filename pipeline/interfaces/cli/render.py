@@ -64,8 +64,6 @@ def replica(made: dict) -> None:
     click.echo(f"  PIPELINE_HOME={made['home']} pipeline db stop", err=True)
 
 
-
-
 def doctor(checks: list[dict]) -> None:
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
     for c in checks:
