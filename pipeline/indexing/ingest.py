@@ -64,9 +64,7 @@ def amending_acts_after(record: EliRecord) -> list[str]:
     consolidated text's "Nowelizacje po tekście jednolitym"; any other text's "Akty zmieniające" whose
     change takes effect after the text's date (each of them when the text has no date: none can be ruled
     out). Empty when the record lists none (the mirror's rebuilt records list no relations)."""
-    amendments = record.amendments_after() or []
-    cut = None if record.consolidates else record.text_date
-    return [a.eli for a in amendments if cut is None or a.date is None or a.date > cut]
+    return [a.eli for a in record.amendments_after_text() or []]
 
 
 @dataclass

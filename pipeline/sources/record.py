@@ -199,6 +199,16 @@ class EliRecord:
         amendments = {r.eli: Amendment(r.eli, r.date, date_of) for r in found}
         return sorted(amendments.values(), key=lambda a: (a.date or dt.date.min, a.eli))
 
+    def amendments_after_text(self, text_date: dt.date | None = None) -> list[Amendment] | None:
+        """:meth:`amendments_after` cut to those after the text: a consolidated text's list is all after it;
+        any other act's "Akty zmieniające" whose change takes effect after ``text_date`` (None: the record's
+        own), each of them when there is no date (none can be ruled out). None when the record lists none."""
+        listed = self.amendments_after()
+        if listed is None:
+            return None
+        cut = None if self.consolidates else text_date or self.text_date
+        return [a for a in listed if a.eli != self.eli and (cut is None or a.date is None or a.date > cut)]
+
     # --- what the record says of its text ----------------------------------------------------------
 
     @property

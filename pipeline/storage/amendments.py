@@ -16,7 +16,7 @@ text has it, the change told beside it with why.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import psycopg
 from psycopg.rows import dict_row, tuple_row
@@ -76,11 +76,18 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
     ``status`` "in_force" (takes effect by the day), "pending" (later), "undetermined"; ``applied`` false
     (:func:`rebuilt` sets it for the changes it applies); ``not_current`` why the wording the change edits may
     not be the current one on its date (None: every amending act the text's record lists up to then is stored)."""
+    return changes_by_day(conn, version_id, article)(day)
+
+
+def changes_by_day(conn: psycopg.Connection, version_id: int, article: str) -> Callable[[dt.date], list[dict]]:
+    """:func:`changes_after` for any day, read once: the rows do not depend on the day, only their status
+    does (a text's rebuilt wordings ask for every day a change takes effect: storage.rebuilt). Each call
+    gives new dicts (:func:`rebuilt` marks them)."""
     rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
     text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
                         (version_id,)).fetchone()
     if text is None:
-        return []
+        return lambda day: []
     base, valid_from = text
     # The acts whose changes the text already carries: its footnotes name them (revision 0010).
     # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
@@ -99,25 +106,27 @@ def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: 
         "AND (target_article = %s OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
         "AND source_act <> %s ORDER BY source_act, ordinal", (base, article, base)).fetchall()
     current = _current_check(conn, version_id)
-    out = []
-    for r in rows:
-        if r["source_act"] in carried:
-            continue
-        start = r["in_force_from"]
-        if start is not None and valid_from is not None and start <= valid_from:
-            continue  # in force by the text's own date: the text states the law after it
-        status = "undetermined" if start is None else "in_force" if start <= day else "pending"
-        unit = r["source_unit"]
-        out.append({"act": r["source_act"], "unit": unit,
-                    "operation": r["operation"], "target_unit": r["target_unit"],
-                    "whole_act": r["target_article"] is None, "after": r["after_unit"],
-                    "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
-                                               r["target_article"] is None, r["new_label"], status, start),
-                    "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
-                    "status": status, "applied": False, "why": None, "text": r["wording"], "old_words": r["old_words"],
-                    "new_words": r["new_words"], "new_label": r["new_label"], "instruction": r["instruction"],
-                    "not_current": current(start or day)})
-    return out
+    # In force by the text's own date: the text states the law after it.
+    after = [r for r in rows if r["source_act"] not in carried
+             and not (r["in_force_from"] is not None and valid_from is not None and r["in_force_from"] <= valid_from)]
+
+    def on(day: dt.date) -> list[dict]:
+        out = []
+        for r in after:
+            start = r["in_force_from"]
+            status = "undetermined" if start is None else "in_force" if start <= day else "pending"
+            unit = r["source_unit"]
+            out.append({"act": r["source_act"], "unit": unit,
+                        "operation": r["operation"], "target_unit": r["target_unit"],
+                        "whole_act": r["target_article"] is None, "after": r["after_unit"],
+                        "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
+                                                   r["target_article"] is None, r["new_label"], status, start),
+                        "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
+                        "status": status, "applied": False, "why": None, "text": r["wording"],
+                        "old_words": r["old_words"], "new_words": r["new_words"], "new_label": r["new_label"],
+                        "instruction": r["instruction"], "not_current": current(start or day)})
+        return out
+    return on
 
 
 def _current_check(conn: psycopg.Connection, version_id: int):
@@ -130,13 +139,10 @@ def _current_check(conn: psycopg.Connection, version_id: int):
         "SELECT v.eli, a.meta, v.valid_from FROM act_versions v JOIN acts a USING (eli) WHERE v.version_id = %s",
         (version_id,)).fetchone()
     record = EliRecord.read(meta, eli)
-    listed = record.amendments_after()
+    listed = record.amendments_after_text(valid_from)  # as ingest fetches them
     if listed is None:
         return lambda day: f"an edit of words: the record of {eli} lists no amending acts, so an act not stored " \
                            "may have changed the words since the text"
-    # As ingest fetches them (indexing.ingest.amending_acts_after): a consolidated text's list is all after it.
-    cut = None if record.consolidates else valid_from
-    listed = [a for a in listed if a.eli != eli and (cut is None or a.date is None or a.date > cut)]
     stored = {r[0] for r in conn.execute("SELECT DISTINCT eli FROM act_versions WHERE eli = ANY(%s)",
                                          ([a.eli for a in listed],))}
 

@@ -79,7 +79,7 @@ def refresh(conn: psycopg.Connection, version_id: int) -> int:
         for article_id, number, headings, repealed in _targeted(conn, version_id):
             official = conn.execute("SELECT text FROM articles WHERE article_id = %s", (article_id,)).fetchone()[0]
             for start, until, wording, applied in periods(
-                    official, lambda day: amendments.changes_after(conn, version_id, number, day)):
+                    official, amendments.changes_by_day(conn, version_id, number)):
                 rebuilt_id = conn.execute(
                     "INSERT INTO rebuilt_articles (article_id, version_id, article, in_force_from, in_force_until, "
                     "text, rebuilt_from) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING rebuilt_id",
