@@ -112,6 +112,22 @@ def test_an_answer_citing_a_rebuilt_wording_says_so(amended, embedding_stand_in)
     assert "[DU/2018/1000, art. 108]" in user and "brzmienie odtworzone ze zmian wprowadzonych przez DU/2019/730" in user
 
 
+def test_the_search_page_marks_a_rebuilt_hit(amended):
+    from starlette.testclient import TestClient
+
+    from pipeline import Service
+    from pipeline.interfaces.web import build_app
+
+    with Service(amended, embedder=StandInEmbedder(), warm=False) as law:
+        client = TestClient(build_app(law, warm=False), base_url="http://127.0.0.1:8000")
+        after = client.get("/search", params={"q": REBUILT_WORDS, "act": "DU/2018/1000", "as_of": AFTER.isoformat()})
+        before = client.get("/search", params={"q": "udaremnia lub utrudnia kontrolującemu prowadzenie kontroli",
+                                               "act": "DU/2018/1000", "as_of": BEFORE.isoformat()})
+    assert after.status_code == 200 and before.status_code == 200
+    assert "Brzmienie odtworzone ze zmian (DU/2019/730 art. 161 pkt 6)" in after.text
+    assert "Brzmienie odtworzone" not in before.text
+
+
 def test_removing_the_amending_act_removes_the_rebuilt_wordings(server_url):
     require_mirror()
     url = create_database(server_url, "rebuilt_remove")

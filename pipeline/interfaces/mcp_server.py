@@ -234,10 +234,11 @@ they set, add or repeal whole units, `text` is the wording on the date rebuilt f
 `official` is false: say so when you quote it (it is not an official text; `official_text`, or
 official=true, gives the official one)."""
 
-COMPARE_DESCRIPTION = """Porównaj brzmienie artykułu w dwóch tekstach aktu. How one article's wording changed between two
-stored texts of its act: each text's id, version and date, `unchanged`, and the word diff as `ops`
-([{op: equal|delete|insert, text}]). `to_date`: the text in force on that date (default: the
-newest); `from_date`: the older one (default: the stored text before it)."""
+COMPARE_DESCRIPTION = """Porównaj brzmienie artykułu w dwóch dniach. How one article's wording changed between two
+dates: each side's text id, version and date, `official` (false: a wording rebuilt from a later
+amending act's changes, listed in `changes`, never an official text), `unchanged`, and the word diff
+as `ops` ([{op: equal|delete|insert, text}]). `to_date`: the wording in force on that date (default:
+the newest); `from_date`: the older one (default: the wording before the newest change)."""
 
 LIST_ACTS_DESCRIPTION = """\
 Lista aktów prawnych w bazie. List the acts that are stored: ELI id, title, type, status, the

@@ -36,7 +36,7 @@ from pipeline.core.numbering import printed
 from pipeline.interfaces.listening import Guard, Policy, Refusal, check_port, exposure_warning, policy_for
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
-from pipeline.interfaces.web.render import (CHECK_STATUSES, answer_html, badge, date_pl, highlight, marked_text,
+from pipeline.interfaces.web.render import (CHECK_STATUSES, amending_units, answer_html, badge, date_pl, highlight, marked_text,
                                             timeline_kind, units)
 from pipeline.interfaces.web.security import SecurityHeaders
 from pipeline.interfaces.web.urls import article_url, search_url
@@ -65,6 +65,7 @@ class Web:
                                      trim_blocks=True, lstrip_blocks=True)
         self.templates.filters["printed"] = printed  # numbers as a Polish reader writes them: art. 151¹
         self.templates.globals.update(article_url=article_url, search_url=search_url, badge=badge,
+                                      amending_units=amending_units,
                                       timeline_kind=timeline_kind,
                                       highlight=highlight, date=date_pl, version=__version__,
                                       max_question=MAX_QUESTION_CHARS)

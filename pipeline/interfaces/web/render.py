@@ -107,6 +107,15 @@ def marked_text(text: str, citations: list[dict]) -> Markup:
                            for p in str(html).split("\n\n") if p.strip())
 
 
+def amending_units(changes: list[dict] | None) -> list[dict]:
+    """The amending units that made a rebuilt wording, each once ({act, unit, in_force_from}): one unit may
+    give several changes (renumber a paragraph, then add one)."""
+    seen: dict[tuple, dict] = {}
+    for c in changes or []:
+        seen.setdefault((c["act"], c["unit"], c.get("in_force_from")), c)
+    return list(seen.values())
+
+
 def timeline_kind(kind: str) -> str:
     return _TIMELINE_KINDS.get(kind, kind)
 
