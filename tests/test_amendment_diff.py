@@ -176,6 +176,32 @@ def test_the_same_edit_is_undetermined_where_the_wording_is_not_known_to_be_curr
         assert law.show(CYBER, "11", as_of=AFTER)["official"] is False
 
 
+def test_a_new_list_alone_rebuilds_the_searchable_wordings(cyber):
+    """Sync stores a record whose list changed with no new text (store.refresh_act, then legal_time.refresh_act):
+    the rebuilt wordings search reads (revision 0012) follow the list, as `show` does."""
+    from pipeline.retrieval.search import search
+    from pipeline.storage import legal_time
+
+    def art3_rows() -> list[str]:
+        with psycopg.connect(cyber) as c:
+            legal_time.refresh_act(c, CYBER)  # what sync runs after storing the record
+            c.commit()
+            return [r[0] for r in c.execute("SELECT r.text FROM rebuilt_articles r JOIN act_versions v USING "
+                                            "(version_id) WHERE v.eli = %s AND r.article = '3'", (CYBER,))]
+
+    words = "niezakłóconego świadczenia usług przez podmioty kluczowe lub podmioty ważne"
+    _listing(cyber)
+    assert art3_rows() == []  # no list: the edit of words is undetermined, the official text holds
+    _listing(cyber, {"id": AMENDING, "date": "2026-04-03"})
+    rows = art3_rows()
+    assert len(rows) == 1 and words in rows[0]
+    with psycopg.connect(cyber) as c:
+        hits = search(c, words, None, k=5, mode="text", as_of=AFTER, acts=[CYBER])
+    assert any(h.article == "3" and h.official is False for h in hits)
+    _listing(cyber)
+    assert art3_rows() == []
+
+
 def _change(op: str, unit: str, old: str | None = None, new: str | None = None, **kw) -> dict:
     return {"operation": op, "target_unit": unit, "old_words": old, "new_words": new, "not_current": None,
             "instruction": "w … wyrazy „…” zastępuje się wyrazami „…”", **kw}

@@ -76,10 +76,12 @@ def refresh_act(conn: psycopg.Connection, eli: str, *, skip: Iterable[int] = ())
         for version_id in versions:
             refresh(conn, version_id)
         # The wordings rebuilt from the changes of these texts' acts (revision 0012): their dates, or the
-        # changes themselves, may be new.
+        # changes themselves, may be new; and those of these texts themselves: their records' lists of
+        # amending acts decide which edits of words apply (a sync may bring a new list alone).
         sources = {eli, *(r[0] for r in conn.execute("SELECT eli FROM act_versions WHERE version_id = ANY(%s)",
                                                        (versions,)))}
-        rebuilt.refresh_versions(conn, (v for v in rebuilt.versions_amended_by(conn, sources) if v not in set(skip)))
+        rebuilt.refresh_versions(conn, (v for v in [*rebuilt.versions_amended_by(conn, sources), *versions]
+                                        if v not in set(skip)))
     return len(versions)
 
 
