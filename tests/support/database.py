@@ -136,7 +136,8 @@ def empty(url: str) -> str:
 def store_as_at(m, revision: str) -> None:
     """Make pipeline.storage.store write only what the schema at ``revision`` holds, as the pipeline of
     that revision did (``m``: a monkeypatch context): no chunk pieces before 0006, no legal context
-    before 0009, no provision time (nor articles.wording) before 0010, no amending instructions before 0011."""
+    before 0009, no provision time (nor articles.wording) before 0010, no amending instructions before 0011, no
+    rebuilt wordings before 0012."""
     from pipeline.storage import store
 
     if revision < "0006":
@@ -158,3 +159,5 @@ def store_as_at(m, revision: str) -> None:
         m.setattr(store, "copy_articles", copy_articles)
     if revision < "0011":
         m.setattr(store.amendments, "write", lambda *args: 0)
+    if revision < "0012":
+        m.setattr(store.rebuilt, "refresh", lambda *args: 0)
