@@ -69,31 +69,40 @@ def _targeted(conn: psycopg.Connection, version_id: int) -> list[tuple[int, str,
 def refresh(conn: psycopg.Connection, version_id: int) -> int:
     """Rebuild the wordings of one stored text and write them with their chunks, replacing what was there
     (inside the caller's transaction); the chunks queued for every embedding model the store knows. How many
-    wordings were written."""
-    conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))  # their chunks cascade
+    wordings were written. Wordings that come out as they are stored are left alone: a text is refreshed
+    whenever an act it depends on is stored, and rewriting its chunks (their text-search postings) is the
+    cost, not working them out."""
     title = conn.execute("SELECT a.title FROM act_versions v JOIN acts a USING (eli) WHERE v.version_id = %s",
                          (version_id,)).fetchone()
+    if title is None:
+        conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))
+        return 0
+    wanted = []
+    for article_id, number, headings, repealed in _targeted(conn, version_id):
+        official = conn.execute("SELECT text FROM articles WHERE article_id = %s", (article_id,)).fetchone()[0]
+        for start, until, wording, applied in periods(official, amendments.changes_by_day(conn, version_id, number)):
+            wanted.append((article_id, number, headings, repealed, start, until, wording, applied))
+    stored = conn.execute("SELECT article_id, in_force_from, in_force_until, text, rebuilt_from FROM rebuilt_articles "
+                          "WHERE version_id = %s ORDER BY rebuilt_id", (version_id,)).fetchall()
     written = 0
-    if title is not None:
+    if stored != [(w[0], w[4], w[5], w[6], w[7]) for w in wanted]:
+        conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))  # their chunks cascade
         sizes = settings()
-        for article_id, number, headings, repealed in _targeted(conn, version_id):
-            official = conn.execute("SELECT text FROM articles WHERE article_id = %s", (article_id,)).fetchone()[0]
-            for start, until, wording, applied in periods(
-                    official, amendments.changes_by_day(conn, version_id, number)):
-                rebuilt_id = conn.execute(
-                    "INSERT INTO rebuilt_articles (article_id, version_id, article, in_force_from, in_force_until, "
-                    "text, rebuilt_from) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING rebuilt_id",
-                    (article_id, version_id, number, start, until, wording, Jsonb(applied))).fetchone()[0]
-                _write_chunks(conn, version_id, article_id, rebuilt_id,
-                              Article(number, wording, list(headings or []), repealed), title[0] or "",
-                              sizes.chunk_chars, sizes.chunk_overlap)
-                written += 1
-        conn.execute("INSERT INTO rebuilt_extractions (version_id, rebuilder) VALUES (%s, %s) ON CONFLICT (version_id) "
-                     "DO UPDATE SET rebuilder = excluded.rebuilder, rebuilt_at = now()", (version_id, REBUILDER))
-        if written:
-            for (model,) in conn.execute("SELECT model FROM embedding_models UNION SELECT model FROM embedding_queue"
-                                         ).fetchall():
-                enqueue_missing(conn, model, version_id=version_id)
+        for article_id, number, headings, repealed, start, until, wording, applied in wanted:
+            rebuilt_id = conn.execute(
+                "INSERT INTO rebuilt_articles (article_id, version_id, article, in_force_from, in_force_until, "
+                "text, rebuilt_from) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING rebuilt_id",
+                (article_id, version_id, number, start, until, wording, Jsonb(applied))).fetchone()[0]
+            _write_chunks(conn, version_id, article_id, rebuilt_id,
+                          Article(number, wording, list(headings or []), repealed), title[0] or "",
+                          sizes.chunk_chars, sizes.chunk_overlap)
+            written += 1
+    conn.execute("INSERT INTO rebuilt_extractions (version_id, rebuilder) VALUES (%s, %s) ON CONFLICT (version_id) "
+                 "DO UPDATE SET rebuilder = excluded.rebuilder, rebuilt_at = now()", (version_id, REBUILDER))
+    if written:
+        for (model,) in conn.execute("SELECT model FROM embedding_models UNION SELECT model FROM embedding_queue"
+                                     ).fetchall():
+            enqueue_missing(conn, model, version_id=version_id)
     return written
 
 
