@@ -83,11 +83,18 @@ def changes_by_day(conn: psycopg.Connection, version_id: int, article: str) -> C
     """:func:`changes_after` for any day, read once: the rows do not depend on the day, only their status
     does (a text's rebuilt wordings ask for every day a change takes effect: storage.rebuilt). Each call
     gives new dicts (:func:`rebuilt` marks them)."""
+    return changes_by_article(conn, version_id, article).get(article, lambda day: [])
+
+
+def changes_by_article(conn: psycopg.Connection, version_id: int,
+                       article: str | None = None) -> dict[str, Callable[[dt.date], list[dict]]]:
+    """:func:`changes_by_day` of every article of the text ``version_id`` that a stored change targets (or of
+    ``article`` alone), read in one pass: the view is asked once per text, not once per article and day."""
     rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
     text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
                         (version_id,)).fetchone()
     if text is None:
-        return lambda day: []
+        return {}
     base, valid_from = text
     # The acts whose changes the text already carries: its footnotes name them (revision 0010).
     # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
@@ -101,32 +108,41 @@ def changes_by_day(conn: psycopg.Connection, version_id: int, article: str) -> C
     rows = conn.cursor(row_factory=dict_row).execute(
         "SELECT source_act, source_unit, target_article, target_unit, operation, after_unit, "
         "wording, old_words, new_words, new_label, in_force_from, in_force_undetermined, instruction "
-        "FROM amendment_changes WHERE target_base_act = %s "
-        # the article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
-        "AND (target_article = %s OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
-        "AND source_act <> %s ORDER BY source_act, ordinal", (base, article, base)).fetchall()
+        "FROM amendment_changes WHERE target_base_act = %(b)s "
+        # an article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
+        "AND ((%(a)s::text IS NULL AND target_article IS NOT NULL) OR target_article = %(a)s "
+        "     OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
+        "AND source_act <> %(b)s ORDER BY source_act, ordinal", {"b": base, "a": article}).fetchall()
     current = _current_check(conn, version_id)
     # In force by the text's own date: the text states the law after it.
     after = [r for r in rows if r["source_act"] not in carried
              and not (r["in_force_from"] is not None and valid_from is not None and r["in_force_from"] <= valid_from)]
+    whole_act = [r for r in after if r["target_article"] is None]
+    targeted = dict.fromkeys(r["target_article"] for r in after if r["target_article"] is not None)
+    if article is not None:
+        targeted = {article: None}
 
-    def on(day: dt.date) -> list[dict]:
-        out = []
-        for r in after:
-            start = r["in_force_from"]
-            status = "undetermined" if start is None else "in_force" if start <= day else "pending"
-            unit = r["source_unit"]
-            out.append({"act": r["source_act"], "unit": unit,
-                        "operation": r["operation"], "target_unit": r["target_unit"],
-                        "whole_act": r["target_article"] is None, "after": r["after_unit"],
-                        "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
-                                                   r["target_article"] is None, r["new_label"], status, start),
-                        "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
-                        "status": status, "applied": False, "why": None, "text": r["wording"],
-                        "old_words": r["old_words"], "new_words": r["new_words"], "new_label": r["new_label"],
-                        "instruction": r["instruction"], "not_current": current(start or day)})
-        return out
-    return on
+    def on_day(own: list[dict]) -> Callable[[dt.date], list[dict]]:
+        def on(day: dt.date) -> list[dict]:
+            out = []
+            for r in own:
+                start = r["in_force_from"]
+                status = "undetermined" if start is None else "in_force" if start <= day else "pending"
+                unit = r["source_unit"]
+                out.append({"act": r["source_act"], "unit": unit,
+                            "operation": r["operation"], "target_unit": r["target_unit"],
+                            "whole_act": r["target_article"] is None, "after": r["after_unit"],
+                            "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
+                                                       r["target_article"] is None, r["new_label"], status, start),
+                            "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
+                            "status": status, "applied": False, "why": None, "text": r["wording"],
+                            "old_words": r["old_words"], "new_words": r["new_words"], "new_label": r["new_label"],
+                            "instruction": r["instruction"], "not_current": current(start or day)})
+            return out
+        return on
+
+    # Each article's rows in the amending acts' order, the whole act's repeal among them where it falls.
+    return {a: on_day([r for r in after if r["target_article"] == a or r in whole_act]) for a in targeted}
 
 
 def _current_check(conn: psycopg.Connection, version_id: int):

@@ -53,17 +53,13 @@ def periods(text: str, changes_on) -> list[tuple[dt.date, dt.date | None, str, l
     return [tuple(f) for f in found]
 
 
-def _targeted(conn: psycopg.Connection, version_id: int) -> list[tuple[int, str, list[str], bool]]:
-    """The article rows of the text that a stored act changes (article_id, article, heading_path, repealed)."""
+def _targeted(conn: psycopg.Connection, version_id: int,
+              articles: list[str]) -> list[tuple[int, str, list[str], bool, str]]:
+    """The rows of the text's ``articles`` (those a stored act changes: storage.amendments.changes_by_article):
+    (article_id, article, heading_path, repealed, text), in the text's order."""
     return conn.execute(
-        """
-        SELECT ar.article_id, ar.article, ar.heading_path, ar.repealed FROM articles ar
-        JOIN act_versions v USING (version_id)
-        WHERE ar.version_id = %(v)s AND ar.article IN (
-            SELECT c.target_article FROM amendment_changes c
-            WHERE c.target_base_act = v.base_eli AND c.source_act <> v.base_eli AND c.target_article IS NOT NULL)
-        ORDER BY ar.ordinal
-        """, {"v": version_id}).fetchall()
+        "SELECT article_id, article, heading_path, repealed, text FROM articles "
+        "WHERE version_id = %s AND article = ANY(%s) ORDER BY ordinal", (version_id, articles)).fetchall()
 
 
 def refresh(conn: psycopg.Connection, version_id: int) -> int:
@@ -78,9 +74,9 @@ def refresh(conn: psycopg.Connection, version_id: int) -> int:
         conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))
         return 0
     wanted = []
-    for article_id, number, headings, repealed in _targeted(conn, version_id):
-        official = conn.execute("SELECT text FROM articles WHERE article_id = %s", (article_id,)).fetchone()[0]
-        for start, until, wording, applied in periods(official, amendments.changes_by_day(conn, version_id, number)):
+    by_article = amendments.changes_by_article(conn, version_id)
+    for article_id, number, headings, repealed, official in _targeted(conn, version_id, list(by_article)):
+        for start, until, wording, applied in periods(official, by_article[number]):
             wanted.append((article_id, number, headings, repealed, start, until, wording, applied))
     stored = conn.execute("SELECT article_id, in_force_from, in_force_until, text, rebuilt_from FROM rebuilt_articles "
                           "WHERE version_id = %s ORDER BY rebuilt_id", (version_id,)).fetchall()
