@@ -98,33 +98,15 @@ def test_diff_across_an_amending_act_marks_the_rebuilt_side(cyber):
 
 def _page(url: str, path: str) -> str:
     """``path`` of the web page over the database ``url``, served by uvicorn on 127.0.0.1 for the one request."""
-    import socket
-    import threading
-    import time
-
     import httpx
-    import uvicorn
+    from support.servers import serving
 
     from pipeline.interfaces.web import build_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(Service(url, pool_size=1), warm=False), host="127.0.0.1",
-                                           port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        response = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=30)
-        assert response.status_code == 200, response.text
-        return response.text
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serving(build_app(Service(url, pool_size=1), warm=False)) as base:
+        response = httpx.get(base + path, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.text
 
 
 # --- edits of words: applied where determined ---------------------------------------------------------

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import anyio
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from support.cli import run_cli
 from support.database import create_database
+from support.servers import free_port, serving
 
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -45,30 +43,6 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 @pytest.fixture(scope="module")
 def network_db(server_url) -> str:
     return create_database(server_url, "network")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serving(app, port: int) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1:``port`` until the block ends: its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           timeout_graceful_shutdown=5))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,14 @@
 """The one life cycle of the loopback stand-in servers (the ELI mirror, the embedding and chat models):
 a threading HTTP server on 127.0.0.1 and a free port, served from a daemon thread, started and stopped
-as a context manager."""
+as a context manager; and the product's own ASGI apps (the page, MCP) served by uvicorn the same way
+(:func:`serving`)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -62,3 +66,33 @@ class StandInServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(app, port: int | None = None) -> Iterator[str]:
+    """An ASGI ``app`` served by uvicorn on 127.0.0.1 (``port``, else a free one) until the block ends: its base URL."""
+    import uvicorn
+
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           timeout_graceful_shutdown=5))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
