@@ -22,10 +22,9 @@ from support.servers import free_port, serving
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from pipeline.interfaces.listening import Policy
+from pipeline.interfaces.listening import SECURITY_HEADERS, Policy
 from pipeline.interfaces.mcp_server import build_server, http_app
 from pipeline.interfaces.web import build_app
-from pipeline.interfaces.web.security import SECURITY_HEADERS
 from pipeline.service import Service
 
 try:
@@ -120,8 +119,10 @@ def test_a_foreign_origin_is_refused_on_both_faces(network_db):
                             timeout=30)
         assert posted.status_code == 403
     with mcp(network_db, host="0.0.0.0") as url:
-        assert initialize(url, Origin="http://evil.example").status_code == 403
-        assert initialize(url, Origin=url.rsplit("/", 1)[0]).status_code == 200
+        refused = initialize(url, Origin="http://evil.example")
+        assert refused.status_code == 403 and secured(refused)
+        answered = initialize(url, Origin=url.rsplit("/", 1)[0])
+        assert answered.status_code == 200 and secured(answered)  # MCP's answers carry the headers too
 
 
 # --- the token ----------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """What the faces that listen on a port (`pipeline mcp --http`, `pipeline serve`) check: before they listen
 (the port, the token, whether to warn) and on every request (:class:`Guard`: the Host and Origin
-headers against the allowed hosts, and the bearer token when one is set). One rule for both faces."""
+headers against the allowed hosts, and the bearer token when one is set); and the headers every response of
+either sends (:class:`SecurityHeaders`). One rule for both faces."""
 from __future__ import annotations
 
 import hashlib
@@ -15,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import cookie_parser
 from starlette.responses import PlainTextResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.core.errors import ConfigError, UsageError
 
@@ -291,3 +292,40 @@ def _token_refusal(message: str, wrong: bool = False) -> Refusal:
 def _same(given: str, expected: str) -> bool:
     # Constant time: how much of a guess was right is not told by how long the answer took.
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
+
+
+# --- the headers of every response ---------------------------------------------------------------------
+
+# Content-Security-Policy: our own script and style only, nothing inline, no frames: an act's text or a
+# question that slipped past escaping still could not run code or load anything.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                               "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every HTTP response that does not set one itself. Outermost, so that what
+    Starlette answers on its own (a 404, a 405, a redirect, a 500, a static file, the MCP transport's
+    answers) gets them too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(raw=list(message.get("headers", [])))
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+                message = {**message, "headers": headers.raw}
+            await send(message)
+
+        await self.app(scope, receive, send_secured)

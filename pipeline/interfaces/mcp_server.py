@@ -32,7 +32,7 @@ from pipeline.core.errors import is_for_the_user, one_line
 from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, MAX_K, MODES, check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
-from pipeline.interfaces.listening import Guard, Policy, check_port, exposure_warning, policy_for
+from pipeline.interfaces.listening import Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for
 
 log = logging.getLogger(__name__)
 
@@ -440,8 +440,8 @@ def http_app(server: MCPServer, policy: Policy) -> Any:
     """The streamable HTTP application (``/mcp``) behind the listening guard of ``policy``."""
     # The guard checks Host and Origin on every address; the SDK's own check runs only on loopback and
     # allows any port there but no other name (it would refuse a reverse proxy's public name).
-    return Guard(server.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)), policy)
+    return SecurityHeaders(Guard(server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)), policy))
 
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000, allowed_hosts: tuple[str, ...] = (),

@@ -33,12 +33,12 @@ from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, ConfigErro
                                   UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS
 from pipeline.core.numbering import printed
-from pipeline.interfaces.listening import Guard, Policy, Refusal, check_port, exposure_warning, policy_for
+from pipeline.interfaces.listening import (Guard, Policy, Refusal, SecurityHeaders, check_port, exposure_warning,
+                                           policy_for)
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
-from pipeline.interfaces.web.render import (CHECK_STATUSES, amending_units, answer_html, badge, date_pl, highlight, marked_text,
-                                            timeline_kind, units)
-from pipeline.interfaces.web.security import SecurityHeaders
+from pipeline.interfaces.web.render import (CHECK_STATUSES, amending_units, answer_html, badge, date_pl, highlight,
+                                            marked_text, timeline_kind, units)
 from pipeline.interfaces.web.urls import article_url, search_url
 from pipeline.service import Service
 
