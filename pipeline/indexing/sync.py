@@ -160,7 +160,9 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
     assert client is not None, "sync asks the ELI API"
     result = SyncResult(eli, "unchanged", base, current=eli)
     before = currency.for_acts(conn, [eli]).get(eli)
-    conn.rollback()
+    # Stored only as an amending act of others: its texts stay so when sync stores them again, and its own
+    # amending acts are not fetched (sync after sync would go one level deeper).
+    amending_of = _stored_as_amending(conn, eli)
     try:
         try:
             raw = client.meta_bytes(eli)
@@ -184,7 +186,7 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
         if newest is not None and parse_act_id(newest.newest) > parse_act_id(eli):
             if progress:
                 progress(f"{eli}: newer consolidated text {newest.newest}")
-            ingested = ingestion.act(newest.newest)
+            ingested = ingestion.act(newest.newest, amending_of=amending_of)
             if ingested.status == "failed":
                 raise IngestError(f"newer consolidated text {newest.newest}: {ingested.error}")
             store.refresh_act(conn, record)  # the old text's own record now says it expired
@@ -192,7 +194,7 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
             result.current, result.version = newest.newest, ingested.version
             result.status = "new version" if ingested.status == "new" else "unchanged"
         elif result.metadata_changed:
-            result.status, result.version = _refresh(ingestion, eli, raw, record)
+            result.status, result.version = _refresh(ingestion, eli, raw, record, amending_of)
         else:
             conn.execute("UPDATE acts SET checked_at = now() WHERE eli = %s", (eli,))
             conn.commit()
@@ -200,7 +202,7 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
         conn.rollback()
         result.status, result.error = "failed", (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return result
-    if amending_acts and not _amending_only(conn, eli):
+    if amending_acts and not amending_of:
         _fetch_amending(ingestion, result)
     now = currency.for_acts(conn, [result.current or eli]).get(result.current or eli)
     conn.rollback()
@@ -213,13 +215,16 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
     return result
 
 
-def _amending_only(conn: psycopg.Connection, eli: str) -> bool:
-    """Whether ``eli`` was stored only as an amending act of another (every run that stored it says so):
-    its own amending acts are not fetched, so that sync after sync does not go one level deeper."""
-    row = conn.execute("SELECT bool_and(jsonb_array_length(COALESCE(stats->'amending_of', '[]')) > 0) "
-                       "FROM ingest_runs WHERE eli = %s AND status IN ('new', 'unchanged')", (eli,)).fetchone()
+def _stored_as_amending(conn: psycopg.Connection, eli: str) -> list[str]:
+    """The acts ``eli`` was fetched as amending, when every run that stored it was such a fetch (else none:
+    someone asked for it)."""
+    row = conn.execute(
+        "SELECT bool_and(jsonb_array_length(COALESCE(stats->'amending_of', '[]')) > 0), "
+        "       array_agg(DISTINCT a) FILTER (WHERE a IS NOT NULL) "
+        "FROM ingest_runs LEFT JOIN LATERAL jsonb_array_elements_text(COALESCE(stats->'amending_of', '[]')) a ON true "
+        "WHERE eli = %s AND status IN ('new', 'unchanged')", (eli,)).fetchone()
     conn.rollback()
-    return bool(row and row[0])
+    return sorted(row[1] or []) if row and row[0] else []
 
 
 def _fetch_amending(ingestion: Ingestion, result: SyncResult) -> None:
@@ -242,7 +247,8 @@ def _fetch_amending(ingestion: Ingestion, result: SyncResult) -> None:
         result.warning = "; ".join(([result.warning] if result.warning else []) + problems)
 
 
-def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord) -> tuple[str, int | None]:
+def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord,
+             amending_of: list[str]) -> tuple[str, int | None]:
     """Changed metadata: download the text again; same bytes -> only the record is refreshed (no parse)."""
     conn = ingestion.conn
     fetched = fetch_act(eli, client=ingestion.client, archive_dir=ingestion.archive_dir, progress=ingestion.progress,
@@ -255,7 +261,7 @@ def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord) -> t
         legal_time.refresh_act(conn, record.eli)
         return "unchanged", latest[0]
     # Another text under the same id (rare: a corrected publication): a full, logged ingest run.
-    stored = ingestion.act(eli)
+    stored = ingestion.act(eli, amending_of=amending_of)
     if stored.status == "failed":
         raise IngestError(stored.error or f"{eli}: ingest failed")
     return ("new version" if stored.status == "new" else "unchanged"), stored.version
