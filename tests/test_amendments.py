@@ -212,3 +212,25 @@ def test_the_changes_view_and_the_cli(amended):
     assert early.returncode == 1 and early.stderr.strip() == (
         "Error: DU/2018/1000 has no art. 5a in the selected text (added by DU/2019/730 art. 161 pkt 1, in force "
         "from 2019-05-04)")
+
+
+def test_removing_a_repealing_act_gives_the_articles_it_ended_back(server_url):
+    """DU/2026/187 art. 160 repeals DU/2019/1026 from 2028-05-19; removed, its repeal goes with it."""
+    require_mirror()
+    from support.database import create_database
+
+    from pipeline.storage import store
+
+    url = create_database(server_url, "amendments_remove")
+    with psycopg.connect(url) as c:
+        for act in ("DU/2026/187", "DU/2019/1026"):  # as the module fixture: the repeal read when 1026 is stored
+            store_mirror_act(c, act)
+        c.commit()
+    later = D(2028, 6, 1)
+    with Service(url, pool_size=1, warm=False) as law:
+        assert law.show("DU/2019/1026", "8", as_of=later)["in_force"] is False
+        with psycopg.connect(url) as c:
+            store.remove_act(c, "DU/2026/187")
+        back = law.show("DU/2019/1026", "8", as_of=later)
+    assert back["in_force"] is not False and back["in_force_until"] is None
+    assert not [e for e in back["timeline"] if (e.get("source") or {}).get("act") == "DU/2026/187"]

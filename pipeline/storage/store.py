@@ -323,10 +323,16 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
             "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FILTER (WHERE c.rebuilt_id IS NULL) "
             "FROM act_versions v LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
         amended = rebuilt.versions_amended_by(conn, elis)  # the texts whose rebuilt wordings it made
+        # The other texts whose time it set (the acts it dates or repeals: legal_time.versions_touched).
+        timed = {v for e in elis for v in legal_time.versions_touched(conn, e)}
         conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
-        # Their wordings without its changes (revision 0012): what it added to them goes with it.
-        rebuilt.refresh_versions(conn, (v for v in amended if conn.execute(
-            "SELECT 1 FROM act_versions WHERE version_id = %s", (v,)).fetchone()))
+        left = {r[0] for r in conn.execute("SELECT version_id FROM act_versions WHERE version_id = ANY(%s)",
+                                           (list(timed | set(amended)),))}
+        # Their time and wordings without it: a repeal or a date it brought goes with it, and what it added
+        # to them (revision 0012).
+        for version_id in sorted(timed & left):
+            legal_time.refresh(conn, version_id)
+        rebuilt.refresh_versions(conn, (v for v in amended if v in left))
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
     return Removed(eli, base, elis, versions, chunks)
