@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 
+from pipeline.core.act_id import parse_act_id
+
 from pipeline.sources import amendments as reader
 from pipeline.sources.amendments import Change
 from pipeline.sources.parse.model import Article
@@ -106,18 +108,20 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
         "  AND e.source_unit = c.source_unit)",
         (version_id,))}
     rows = conn.cursor(row_factory=dict_row).execute(
-        "SELECT source_act, source_unit, target_article, target_unit, operation, after_unit, "
+        "SELECT source_act, ordinal, source_unit, target_article, target_unit, operation, after_unit, "
         "wording, old_words, new_words, new_label, in_force_from, in_force_undetermined, instruction "
         "FROM amendment_changes WHERE target_base_act = %(b)s "
         # an article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
         "AND ((%(a)s::text IS NULL AND target_article IS NOT NULL) OR target_article = %(a)s "
         "     OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
-        "AND source_act <> %(b)s ORDER BY source_act, ordinal", {"b": base, "a": article}).fetchall()
+        "AND source_act <> %(b)s", {"b": base, "a": article}).fetchall()
+    # The amending acts in the order they were published (DU/2019/730 before DU/2019/1000: a text's order
+    # would not), each instruction in its act's order: two acts changing a unit on one day apply in turn.
+    rows.sort(key=lambda r: (parse_act_id(r["source_act"]), r["ordinal"]))
     current = _current_check(conn, version_id)
     # In force by the text's own date: the text states the law after it.
     after = [r for r in rows if r["source_act"] not in carried
              and not (r["in_force_from"] is not None and valid_from is not None and r["in_force_from"] <= valid_from)]
-    whole_act = [r for r in after if r["target_article"] is None]
     targeted = dict.fromkeys(r["target_article"] for r in after if r["target_article"] is not None)
     if article is not None:
         targeted = {article: None}
@@ -142,7 +146,7 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
         return on
 
     # Each article's rows in the amending acts' order, the whole act's repeal among them where it falls.
-    return {a: on_day([r for r in after if r["target_article"] == a or r in whole_act]) for a in targeted}
+    return {a: on_day([r for r in after if r["target_article"] in (a, None)]) for a in targeted}
 
 
 def _current_check(conn: psycopg.Connection, version_id: int):
