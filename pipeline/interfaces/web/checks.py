@@ -10,12 +10,7 @@ from starlette.requests import Request
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId, UsageError
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question
-
-
-def visible(text: str) -> str:
-    """``text`` with every character that is not printable written as an escape (\\n, \\x1b, \\x00): what a
-    visitor typed, echoed into a page or a log line, never carries a NUL or a line of its own."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+from pipeline.interfaces.listening import visible
 
 
 class PageError(Exception):
@@ -51,7 +46,12 @@ def question(request: Request, required: bool = True) -> str:
 
 
 def date(request: Request, name: str) -> dt.date | None:
-    value = request.query_params.get(name, "").strip()
+    return date_value(request.query_params.get(name, ""))
+
+
+def date_value(value: str) -> dt.date | None:
+    """A date the visitor gave as RRRR-MM-DD (blank: none), else a 400."""
+    value = value.strip()
     if not value:
         return None
     try:
@@ -96,8 +96,10 @@ async def check_form(request: Request) -> tuple[str, dt.date | None]:
     a check reads, so that no visitor makes the page hold megabytes)."""
     from urllib.parse import parse_qs
 
-    limit = 4 * MAX_CHECK_CHARS + 1000  # UTF-8 and percent-encoding make a character up to 12 bytes; a
-    body = b""                          # Polish text averages under 4
+    # UTF-8 and percent-encoding make a character up to 12 bytes ("„" 9, "§" 6): a text the form's
+    # maxlength accepts is never refused here, and no body much larger is read.
+    limit = 12 * MAX_CHECK_CHARS + 1000
+    body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
@@ -106,17 +108,11 @@ async def check_form(request: Request) -> tuple[str, dt.date | None]:
         fields = parse_qs(body.decode("utf-8"), keep_blank_values=True)
     except UnicodeDecodeError:
         raise PageError(400, "Tego tekstu nie da się odczytać (oczekiwano UTF-8).") from None
-    text = (fields.get("text") or [""])[0]
+    # A browser sends each line break as CRLF; the form's maxlength counted it as one character.
+    text = (fields.get("text") or [""])[0].replace("\r\n", "\n")
     if "\x00" in text:
         raise PageError(400, "Tekst zawiera niedozwolony znak.")
     if len(text) > MAX_CHECK_CHARS:
         raise PageError(400, f"Tekst ma {len(text)} znaków (najwyżej {MAX_CHECK_CHARS} naraz).")
-    value = (fields.get("as_of") or [""])[0].strip()
-    try:
-        as_of = dt.date.fromisoformat(value) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) else None
-    except ValueError:
-        as_of = None
-    if value and as_of is None:
-        raise PageError(400, f"Niepoprawna data: „{value}”. Podaj ją jako RRRR-MM-DD, np. 2025-01-01.")
-    return text, as_of
+    return text, date_value((fields.get("as_of") or [""])[0])
 
