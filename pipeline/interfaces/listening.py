@@ -182,9 +182,15 @@ def plain_refusal(refusal: Refusal, scope: Scope) -> Response:
     return PlainTextResponse(refusal.message + "\n", status_code=refusal.status, headers=refusal.headers)
 
 
+def visible(text: str) -> str:
+    """``text`` with every character that is not printable written as an escape (\\n, \\x1b, \\x00): what a
+    client sent, echoed into a page, a message or a log line, never carries a NUL or a line of its own."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _shown(text: str, limit: int = 100) -> str:
     """What a client sent, quoted in a message or a log line: control characters escaped, cut short."""
-    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    text = visible(text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

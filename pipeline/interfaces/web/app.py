@@ -145,8 +145,7 @@ class Web:
             lambda on_token: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token),
             done=lambda asked: {"html": self.templates.get_template("_answer.html").render(
                 answer=self._answer_context(asked, as_of))},
-            failure=lambda exc: _page_error(exc, request).message,
-            finished=lambda: None))
+            failure=lambda exc: _page_error(exc, request).message))
 
     def acts(self, request: Request) -> Response:
         acts = self.service.acts()

@@ -33,10 +33,10 @@ def events_response(body: AsyncIterator[str]) -> StreamingResponse:
 
 
 def answer_events(write: Callable[[Callable[[str], None]], Any], *, done: Callable[[Any], dict],
-                  failure: Callable[[BaseException], str], finished: Callable[[], None]) -> AsyncIterator[str]:
+                  failure: Callable[[BaseException], str]) -> AsyncIterator[str]:
     """Start ``write(on_token)`` in a thread now; the events it makes: a ``token`` per word, then ``done``
-    with ``done(result)`` or ``failure`` with ``{"message": failure(error)}``. ``finished()`` runs when the
-    thread ends, whatever happened (it frees the answer's place)."""
+    with ``done(result)`` or ``failure`` with ``{"message": failure(error)}`` (the service's Busy too: how
+    many answers run at once is its rule)."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     gone = threading.Event()
@@ -59,8 +59,6 @@ def answer_events(write: Callable[[Callable[[str], None]], Any], *, done: Callab
             pass
         except Exception as exc:
             put("error", exc)
-        finally:
-            finished()
 
     threading.Thread(target=work, name="answer", daemon=True).start()
 
