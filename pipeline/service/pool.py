@@ -47,7 +47,8 @@ class ConnectionPool:
         self._given = given  # empty: DATABASE_URL, else the embedded server (started on demand)
         self._url: str | None = given[0] if given else None
         self._checked: set[str] = set()  # the URLs whose schema was found at head
-        self._url_lock = threading.Lock()
+        self._url_lock = threading.Lock()  # the URL, the turn and the servers passed over
+        self._check_locks: dict[str, threading.Lock] = {}
         self._turn = 0  # the next of several URLs to connect to
         self._down: dict[str, float] = {}  # URL -> until when (monotonic) it is passed over
         self._idle: list[psycopg.Connection] = []
@@ -74,11 +75,16 @@ class ConnectionPool:
         return url
 
     def _check(self, url: str) -> None:
+        """The schema of ``url``'s server checked once, under a lock of that URL's own: a standby that does
+        not answer holds up the callers that wait for it, not the turn of the others."""
+        if url in self._checked:
+            return
         with self._url_lock:
-            if url in self._checked:
-                return
-            schema.ensure_current(url)
-            self._checked.add(url)
+            lock = self._check_locks.setdefault(url, threading.Lock())
+        with lock:
+            if url not in self._checked:
+                schema.ensure_current(url)
+                self._checked.add(url)
 
     def _rotating(self, use: Callable[[str], T]) -> T:
         """``use(url)`` on the URLs in turn from the next one, those that failed lately last, until one
