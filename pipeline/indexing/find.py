@@ -18,6 +18,7 @@ from pipeline.core.limits import FIND_PUBLISHERS, MAX_BULK_RECORDS, SEARCH_PAGE
 from pipeline.indexing.latest import newest_of, resolve_newest
 from pipeline.sources.fetch import EliClient
 from pipeline.sources.record import CONSOLIDATED_TEXTS, EliRecord, act_name, consolidated_subject
+from pipeline.storage.store import stored_texts
 
 HAS_CONSOLIDATED = "akt posiada tekst jednolity"  # a base act's status once a consolidated text exists
 
@@ -206,13 +207,6 @@ def mark_stored(conn: psycopg.Connection, acts: list[ActFound]) -> None:
     current = dict(rows)
     for a in acts:
         a.stored, a.stored_act = a.act in current, current.get(a.act)
-
-
-def stored_texts(conn: psycopg.Connection, elis: list[str]) -> set[str]:
-    """The ids among ``elis`` that have a stored version: a published text does not change, so
-    one stored is not fetched again (pipeline sync re-checks records and newer texts)."""
-    rows = conn.execute("SELECT DISTINCT eli FROM act_versions WHERE eli = ANY(%s)", (elis,)).fetchall()
-    return {r[0] for r in rows}
 
 
 def find_stored(conn: psycopg.Connection, query: ActQuery, *, limit: int) -> Catalogue:

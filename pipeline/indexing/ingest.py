@@ -164,21 +164,25 @@ class Ingestion:
         amending act already updates every stored target); one the source lacks is a ``warn`` line, not a
         failure. ``started``/``finished`` hear of each act fetched, as an ingest's acts are told."""
         done = AmendingFetch()
-        wanted: dict[str, list[str]] = {}  # amending act -> the acts it amends, in the order listed
+        lists: dict[str, list[str]] = {}  # act -> the amending acts its stored record lists after its text
         for act in dict.fromkeys(acts):
             record = self._stored_record(act)
-            listed = done.listed.setdefault(act, {})
+            lists[act] = []
             for eli in amending_acts_after(record) if record is not None else ():
                 with contextlib.suppress(FetchError):  # an id that is no act id: _available says so
                     eli = str(parse_act_id(eli))
-                if eli == act:
-                    continue
-                if eli in wanted:
-                    wanted[eli].append(act)
-                elif self._stored(eli):
-                    listed[eli] = STORED
+                if eli != act:
+                    lists[act].append(eli)
+        stored = store.stored_texts(self.conn, sorted({e for listed in lists.values() for e in listed}))
+        self.conn.rollback()
+        wanted: dict[str, list[str]] = {}  # amending act -> the acts it amends, in the order listed
+        for act, listed in lists.items():
+            told = done.listed.setdefault(act, {})
+            for eli in listed:
+                if eli in stored:
+                    told[eli] = STORED
                 else:
-                    wanted[eli] = [act]
+                    wanted.setdefault(eli, []).append(act)
         for i, (eli, of) in enumerate(wanted.items(), start=1):
             missing, raw_meta, failed = self._available(eli, source_dir, offline)
             if missing is not None:
@@ -203,12 +207,6 @@ class Ingestion:
         row = self.conn.execute("SELECT meta FROM acts WHERE eli = %s", (eli,)).fetchone()
         self.conn.rollback()
         return EliRecord.read(row[0], eli) if row and isinstance(row[0], dict) else None
-
-    def _stored(self, eli: str) -> bool:
-        """Whether a text of ``eli`` is stored."""
-        row = self.conn.execute("SELECT EXISTS (SELECT 1 FROM act_versions WHERE eli = %s)", (eli,)).fetchone()
-        self.conn.rollback()
-        return bool(row[0])
 
     def _available(self, eli: str, source_dir: Path | None,
                    offline: bool) -> tuple[str | None, bytes | None, IngestResult | None]:

@@ -299,6 +299,13 @@ class Removed:
         return asdict(self)
 
 
+def stored_texts(conn: psycopg.Connection, elis: list[str]) -> set[str]:
+    """The ids among ``elis`` that have a stored version: a published text does not change, so
+    one stored is not fetched again (pipeline sync re-checks records and newer texts)."""
+    rows = conn.execute("SELECT DISTINCT eli FROM act_versions WHERE eli = ANY(%s)", (elis,)).fetchall()
+    return {r[0] for r in rows}
+
+
 def remove_act(conn: psycopg.Connection, act: str) -> Removed:
     """Delete an act with every stored text of it (the base act and its consolidated texts, all their
     versions), in one transaction. The search statistics follow by the chunks' triggers; the vectors
