@@ -2,6 +2,22 @@
 -- units, is the law, and why. Idempotent: applied with the rest of sql/ (before search.sql, which uses
 -- articles_out_of_force(); pipeline.storage.schema.INTERFACE_FILES).
 
+-- The Polish legal day of an instant, and today's: the date in Europe/Warsaw, whatever the server's or the
+-- session's TimeZone (pipeline.core.clock is the same rule in Python). An act enters into force at the start
+-- of a day in Poland: at 23:30 UTC in winter it is already the next day there. Every "NULL: today" of the
+-- interface means legal_today(), never current_date. SQL-standard bodies: bound when created (no caller's
+-- search_path reaches them) and inlined.
+CREATE OR REPLACE FUNCTION legal_day(at timestamptz) RETURNS date
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (at AT TIME ZONE 'Europe/Warsaw')::date;
+COMMENT ON FUNCTION legal_day(timestamptz) IS 'The Polish legal day of an instant: its date in Europe/Warsaw.';
+
+CREATE OR REPLACE FUNCTION legal_today() RETURNS date
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN legal_day(now());
+COMMENT ON FUNCTION legal_today() IS
+    'Today as Polish law counts days (the date in Europe/Warsaw): what every date parameter left NULL means.';
+
 -- Whether an article row whose times are (from_date, until_date) is in force on ``day``: true, false,
 -- or NULL where the texts do not determine it (no from_date).
 -- An SQL-standard body (RETURN): its operators are bound when it is created, so no caller's search_path
@@ -32,13 +48,13 @@ RETURNS TABLE (eli text, base_eli text, version_no integer, article text, wordin
                in_force_undetermined text)
 LANGUAGE sql STABLE SECURITY DEFINER AS $$
     SELECT v.eli, v.base_eli, v.version_no, ar.article, ar.wording, ar.ordinal, ar.heading_path, ar.text,
-           in_force_on(t.in_force_from, t.in_force_until, coalesce(as_of, current_date)),
+           in_force_on(t.in_force_from, t.in_force_until, coalesce(as_of, legal_today())),
            t.in_force_from, t.in_force_until, t.undetermined
     FROM versions_as_of(as_of) v
     JOIN articles ar USING (version_id)
     LEFT JOIN article_times t USING (article_id)
     WHERE NOT ar.repealed
-      AND in_force_on(t.in_force_from, t.in_force_until, coalesce(as_of, current_date)) IS DISTINCT FROM false
+      AND in_force_on(t.in_force_from, t.in_force_until, coalesce(as_of, legal_today())) IS DISTINCT FROM false
     ORDER BY v.eli, ar.ordinal
 $$;
 COMMENT ON FUNCTION articles_as_of(date) IS

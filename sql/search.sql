@@ -209,8 +209,8 @@ BEGIN
     cut := EXISTS (SELECT FROM unnest(lengths, depths) u(d, r) WHERE r < d);
     versions := ARRAY(SELECT version_id FROM selected_versions(acts, as_of) version_id);
     excluded := CASE WHEN include_repealed THEN '{}'::bigint[]
-                     ELSE articles_out_of_force(versions, coalesce(as_of, current_date)) END;
-    hidden := wordings_not_on(versions, coalesce(as_of, current_date));
+                     ELSE articles_out_of_force(versions, coalesce(as_of, legal_today())) END;
+    hidden := wordings_not_on(versions, coalesce(as_of, legal_today()));
 
     IF acts IS NULL THEN
         LOOP
@@ -295,8 +295,8 @@ BEGIN
                        AND c.version_id = ANY (v.ids) AND NOT (c.article_id = ANY (v.out_of_force))
                        AND NOT (c.chunk_id = ANY (v.hidden))) AS ids
         FROM q CROSS JOIN (
-            SELECT ids, articles_out_of_force(ids, current_date) AS out_of_force,
-                   wordings_not_on(ids, current_date) AS hidden
+            SELECT ids, articles_out_of_force(ids, legal_today()) AS out_of_force,
+                   wordings_not_on(ids, legal_today()) AS hidden
             FROM (SELECT ARRAY(SELECT selected_versions(NULL, NULL)) AS ids) s) v
     ),
     best AS (
@@ -541,10 +541,10 @@ BEGIN
         terms := search_terms(query_text);
     END IF;
     IF NOT include_repealed THEN  -- what is not the law on the day is left out, as a repealed article is
-        excluded := articles_out_of_force(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, current_date));
+        excluded := articles_out_of_force(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, legal_today()));
     END IF;
     -- One wording of an article a day: the rebuilt one where later changes make it, else the official one.
-    hidden := wordings_not_on(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, current_date));
+    hidden := wordings_not_on(ARRAY(SELECT selected_versions(acts, as_of)), coalesce(as_of, legal_today()));
 
     IF mode <> 'text' THEN
         -- Filters are applied inside the index scan; iterative scans keep going until enough rows pass.
@@ -651,7 +651,7 @@ BEGIN
                (SELECT max(vec.similarity) FROM vec), b.sparse_score, b.sparse_rank,
                v.base_eli, v.version_no, v.valid_from,
                CASE WHEN b.repealed THEN false
-                    ELSE in_force_on(t.in_force_from, t.in_force_until, coalesce($3, current_date)) END,
+                    ELSE in_force_on(t.in_force_from, t.in_force_until, coalesce($3, legal_today())) END,
                t.in_force_from, t.in_force_until, r.rebuilt_id IS NULL, r.rebuilt_from
         FROM best b
         JOIN act_versions v ON v.version_id = b.version_id

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import psycopg
 from psycopg.rows import class_row
 
+from pipeline.core import clock
 from pipeline.core.errors import DatabaseError, NoVectors, PipelineError, UsageError
 from pipeline.embedders import Embedder, SparseHead, fit_query, model_spec, sparse_head
 from pipeline.retrieval.named_articles import named_articles
@@ -403,7 +404,7 @@ def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None 
     yet in force, in a wording that starts later, ended (pipeline.storage.legal_time.units_not_in_force)."""
     article_ids = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
                                     ([h.chunk_id for h in hits],)).fetchall())
-    units = units_not_in_force(conn, list(set(article_ids.values())), as_of or dt.date.today())
+    units = units_not_in_force(conn, list(set(article_ids.values())), as_of or clock.today())
     for h in hits:
         h.units_not_in_force = units.get(article_ids.get(h.chunk_id), [])
     return hits

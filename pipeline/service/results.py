@@ -15,6 +15,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from pipeline.core import clock
 from pipeline.answering.citations import cite, polish_citation
 from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
@@ -235,7 +236,7 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
         "chunk_id": hit.chunk_id, "text": hit.text, "currency": hit.currency,
         "currency_note": hit.currency["note"] if hit.currency else None,
         "in_force": hit.in_force, "in_force_from": hit.in_force_from, "in_force_until": hit.in_force_until,
-        "in_force_note": in_force_note(as_of or dt.date.today(), hit.in_force_from, hit.in_force_until, None),
+        "in_force_note": in_force_note(as_of or clock.today(), hit.in_force_from, hit.in_force_until, None),
         "units_not_in_force": hit.units_not_in_force or [],
         "citation_pl": citation_pl(hit.act, hit.article, "", hit.currency, hit.act_title),
         "official": hit.official, "rebuilt_from": hit.rebuilt_from,
@@ -266,7 +267,7 @@ def article_record(found: dict[str, Any], as_of: dt.date | None = None,
         "in_force": found.get("in_force"), "in_force_from": found.get("in_force_from"),
         "in_force_until": found.get("in_force_until"), "in_force_undetermined": found.get("in_force_undetermined"),
         "in_force_basis": found.get("in_force_basis"),
-        "in_force_note": in_force_note(as_of or dt.date.today(), found.get("in_force_from"),
+        "in_force_note": in_force_note(as_of or clock.today(), found.get("in_force_from"),
                                        found.get("in_force_until"), found.get("in_force_undetermined"),
                                        found["repealed"], found.get("in_force_basis")),
         "wording": found.get("wording", 0), "wordings": found.get("wordings", []),

@@ -8,6 +8,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pipeline.storage import amendments, currency, legal_time
+from pipeline.core import clock
 from pipeline.core.act_id import parse_act_id
 from pipeline.storage.db import read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
@@ -144,7 +145,7 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
         WHERE ar.version_id = %s AND ar.article = %s
         ORDER BY ar.ordinal
         """,
-        (day := as_of or dt.date.today(), version_id, number),
+        (day := as_of or clock.today(), version_id, number),
     ).fetchall()
     if not rows and not official and version_no is None and (added := added_later(conn, version_id, number, day)):
         return added

@@ -17,6 +17,7 @@ import re
 import psycopg
 from psycopg.rows import dict_row
 
+from pipeline.core import clock
 from pipeline.core import units
 from pipeline.core.codes import code_named
 from pipeline.core.dates import parse_date
@@ -297,5 +298,5 @@ def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None) 
     """Every citation of ``text`` (pipeline.sources.citations), checked against the stored text of its act
     in force on ``as_of`` (None: today), in the text's order."""
     require_date(as_of)
-    day = as_of or dt.date.today()
+    day = as_of or clock.today()
     return [_check_one(conn, c, day, as_of) for c in finder.find(text)]

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pipeline.core import clock
 from pipeline.sources.record import DATED_BY_ACT, Amendment, EliRecord, record_date
 from pipeline.storage.db import read_only
 
@@ -128,7 +129,7 @@ class Currency:
         d = asdict(self)
         amendments = self.amendments
         d["amended_after"] = None if amendments is None else [
-            {**asdict(a), "in_force": None if a.in_force_from is None else a.in_force_from <= (self.as_of or dt.date.today())}
+            {**asdict(a), "in_force": None if a.in_force_from is None else a.in_force_from <= (self.as_of or clock.today())}
             for a in amendments]
         d["amendments_after"] = None if amendments is None else len(amendments)
         d["amended_after_total"] = None if self.amended_after is None else len(self.amended_after)
@@ -141,7 +142,7 @@ class Currency:
 def _amendment(a: Amendment, day: dt.date | None = None) -> str:
     """"DU/2026/473 (z 2026-03-11; wchodzi w życie 2026-07-08)": the act, its date, and whether its change
     is in force on ``day`` (None: today) and from when, where that is known."""
-    day = day or dt.date.today()
+    day = day or clock.today()
     dated = "" if a.date is None or a.date_of != DATED_BY_ACT else f"z {a.date}"
     if a.in_force_from is not None:
         when = f"{'obowiązuje od' if a.in_force_from <= day else 'wchodzi w życie'} {a.in_force_from}"

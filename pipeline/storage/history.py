@@ -10,6 +10,7 @@ import re
 import psycopg
 from psycopg.rows import dict_row
 
+from pipeline.core import clock
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import ArticleNotFound
 from pipeline.core.numbering import canonical_article
@@ -112,7 +113,7 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
                               f"from {texts[0][3]})")
     new_rows = _wordings(conn, newer[0], number)
     new = _wording_on(new_rows, to_date)
-    new_got = _on(conn, newer, number, new, to_date or dt.date.today())
+    new_got = _on(conn, newer, number, new, to_date or clock.today())
     if from_date:
         older = _in_force(texts, from_date)
         if older is None:
