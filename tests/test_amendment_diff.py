@@ -53,7 +53,7 @@ def _listing(url: str, *acts: dict | None) -> None:
     if acts:
         record["references"] = {AMENDING_ACTS: [a for a in acts if a]}
     with psycopg.connect(url) as c:
-        store.upsert_act(c, EliRecord.read(record))
+        store.refresh_act(c, EliRecord.read(record))  # as sync stores a changed record
         c.commit()
 
 
@@ -159,15 +159,12 @@ def test_the_same_edit_is_undetermined_where_the_wording_is_not_known_to_be_curr
 
 
 def test_a_new_list_alone_rebuilds_the_searchable_wordings(cyber):
-    """Sync stores a record whose list changed with no new text (store.refresh_act, then legal_time.refresh_act):
-    the rebuilt wordings search reads (revision 0012) follow the list, as `show` does."""
+    """Sync stores a record whose list changed with no new text (store.refresh_act, which refreshes what is
+    derived from it): the rebuilt wordings search reads (revision 0012) follow the list, as `show` does."""
     from pipeline.retrieval.search import search
-    from pipeline.storage import legal_time
 
     def art3_rows() -> list[str]:
         with psycopg.connect(cyber) as c:
-            legal_time.refresh_act(c, CYBER)  # what sync runs after storing the record
-            c.commit()
             return [r[0] for r in c.execute("SELECT r.text FROM rebuilt_articles r JOIN act_versions v USING "
                                             "(version_id) WHERE v.eli = %s AND r.article = '3'", (CYBER,))]
 

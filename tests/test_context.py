@@ -17,7 +17,9 @@ from pipeline import Service
 from pipeline.core.errors import ArticleNotFound
 from pipeline.core.limits import CONTEXT_CHARS
 from pipeline.sources import definitions, references
-from pipeline.storage import context, db, history, schema
+from pipeline.storage import context, db, derived, history, schema
+
+CONTEXT = next(layer for layer in derived.LAYERS if layer.name == "context")
 
 KP, KP_BASE = "DU/2025/277", "DU/1974/141"  # Kodeks pracy, its 2025 consolidated text (PDF)
 PATIENT = "DU/2024/581"  # patient rights act (HTML)
@@ -119,10 +121,10 @@ def test_texts_read_by_other_rules_are_read_again(two_texts):
         assert counts > 0
         c.execute("UPDATE context_extractions SET extractor = 'older rules'")
         c.execute("DELETE FROM version_references")
-        assert len(context.stale(c)) == 2
+        assert len(derived.stale(c, CONTEXT)) == 2
     schema.ensure_current(two_texts)
     with psycopg.connect(two_texts, autocommit=True) as c:
-        assert context.stale(c) == []
+        assert derived.stale(c, CONTEXT) == []
         assert c.execute("SELECT count(*) FROM version_references").fetchone()[0] == counts
 
 

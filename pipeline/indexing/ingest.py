@@ -24,7 +24,7 @@ from pipeline.sources.parse import ParsedAct, ParseError
 from pipeline.sources.parse.read import parse_text, sniff_format
 from pipeline.sources.prepare import prepare
 from pipeline.sources.record import EliRecord
-from pipeline.storage import legal_time, store
+from pipeline.storage import store
 from pipeline.storage.db import require_no_transaction
 from pipeline.storage.runs import RunLog
 
@@ -118,8 +118,6 @@ class Ingestion:
                            max_chars=self.sizes.max_chars, overlap=self.sizes.overlap,
                            stored_under=store.record_in_effect(self.conn, record))
             stored = store.store_version(self.conn, text, model=self.model)
-        # The texts whose time this one changes: its act's other texts (the record), the act it introduces.
-        legal_time.refresh_act(self.conn, stored.eli, skip=[stored.version_id] if stored.status == "new" else [])
         return IngestResult(
             act=stored.eli, status=stored.status, version=stored.version_no, articles=stored.articles,
             chunks=stored.chunks, changes=stored.changes, queued=stored.queued, source_format=fmt,

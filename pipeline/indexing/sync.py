@@ -28,7 +28,7 @@ from pipeline.embedders import Embedder
 from pipeline.sources.fetch import FetchError, fetch_act, parse_act_id
 from pipeline.sources.parse import ParseError
 from pipeline.sources.record import EliRecord
-from pipeline.storage import currency, legal_time, store
+from pipeline.storage import currency, store
 
 __all__ = ["SyncBusy", "SyncReport", "SyncResult", "embed_new_versions", "sync"]
 
@@ -190,7 +190,6 @@ def _sync_act(ingestion: Ingestion, eli: str, base: str, stored: EliRecord, amen
             if ingested.status == "failed":
                 raise IngestError(f"newer consolidated text {newest.newest}: {ingested.error}")
             store.refresh_act(conn, record)  # the old text's own record now says it expired
-            legal_time.refresh_act(conn, record.eli)
             result.current, result.version = newest.newest, ingested.version
             result.status = "new version" if ingested.status == "new" else "unchanged"
         elif result.metadata_changed:
@@ -258,7 +257,6 @@ def _refresh(ingestion: Ingestion, eli: str, raw: bytes, record: EliRecord,
     conn.rollback()
     if latest and latest[1] == fetched.sha256:
         store.refresh_act(conn, record)
-        legal_time.refresh_act(conn, record.eli)
         return "unchanged", latest[0]
     # Another text under the same id (rare: a corrected publication): a full, logged ingest run.
     stored = ingestion.act(eli, amending_of=amending_of)

@@ -2,7 +2,7 @@
 changes that come after a stored text of the act they amend.
 
 Written with each new version (store.store_version) and, for versions read by older rules or stored before
-the revision, by :func:`backfill` (every command's schema check runs it when needed). Which stored act a
+the revision, again from the stored articles (storage.derived). Which stored act a
 change is to, and when it takes effect, are worked out when read (the view amendment_changes), so storing
 the amended act, or the act that dates the amending one, later needs no rewrite.
 
@@ -25,7 +25,6 @@ from pipeline.core.act_id import parse_act_id
 
 from pipeline.sources import amendments as reader
 from pipeline.sources.amendments import Change
-from pipeline.sources.parse.model import Article
 from pipeline.sources.record import EliRecord
 
 EXTRACTOR = reader.EXTRACTOR
@@ -46,29 +45,6 @@ def write(conn: psycopg.Connection, version_id: int, changes: Iterable[Change]) 
     conn.execute("INSERT INTO amendment_extractions (version_id, extractor) VALUES (%s, %s) ON CONFLICT (version_id) "
                  "DO UPDATE SET extractor = excluded.extractor, extracted_at = now()", (version_id, EXTRACTOR))
     return n
-
-
-def stale(conn: psycopg.Connection) -> list[int]:
-    """Versions whose instructions the current rules have not read (stored before revision 0011, or read by
-    older rules)."""
-    return [r[0] for r in conn.execute(
-        "SELECT v.version_id FROM act_versions v LEFT JOIN amendment_extractions x USING (version_id) "
-        "WHERE x.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (EXTRACTOR,))]
-
-
-def backfill(conn: psycopg.Connection) -> int:
-    """Read again every stale version's stored articles, one transaction a version; how many were read."""
-    done = 0
-    for version_id in stale(conn):
-        with conn.transaction():
-            if conn.execute("SELECT 1 FROM act_versions WHERE version_id = %s FOR UPDATE", (version_id,)).fetchone():
-                articles = [Article(number, text, list(headings or []), repealed)
-                            for number, text, headings, repealed in conn.execute(
-                                "SELECT article, text, heading_path, repealed FROM articles "
-                                "WHERE version_id = %s AND wording IN (0, 1) ORDER BY ordinal", (version_id,))]
-                write(conn, version_id, reader.read_all(articles))
-                done += 1
-    return done
 
 
 def changes_after(conn: psycopg.Connection, version_id: int, article: str, day: dt.date) -> list[dict]:

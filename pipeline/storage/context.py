@@ -2,14 +2,13 @@
 it uses (revision 0009; read from the text by pipeline.sources.prepare.legal_context).
 
 Written with each new version (store.store_version) and, for versions read by an older extractor or
-stored before the revision, by :func:`backfill` (every command's schema check runs it when needed).
+stored before the revision, again from the stored articles (storage.derived).
 """
 from __future__ import annotations
 
 import psycopg
 
-from pipeline.sources.parse.model import Article
-from pipeline.sources.prepare import CONTEXT_EXTRACTOR, LegalContext, legal_context
+from pipeline.sources.prepare import LegalContext
 from pipeline.storage.db import read_only
 
 # The base act a reference's target resolves to, against what is stored (the view article_references
@@ -47,31 +46,6 @@ def write(conn: psycopg.Connection, version_id: int, found: LegalContext) -> tup
                  "ON CONFLICT (version_id) DO UPDATE SET extractor = excluded.extractor, extracted_at = now()",
                  (version_id, found.extractor))
     return len(refs), len(defs)
-
-
-def stale(conn: psycopg.Connection) -> list[int]:
-    """Versions not read by the current rules (stored before revision 0009, or by older rules)."""
-    return [r[0] for r in conn.execute(
-        "SELECT v.version_id FROM act_versions v LEFT JOIN context_extractions c USING (version_id) "
-        "WHERE c.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (CONTEXT_EXTRACTOR,))]
-
-
-def backfill(conn: psycopg.Connection) -> int:
-    """Read again every stale version's stored articles, one transaction a version; how many were read."""
-    done = 0
-    for version_id in stale(conn):
-        with conn.transaction():
-            base = conn.execute("SELECT base_eli FROM act_versions WHERE version_id = %s FOR UPDATE",
-                                (version_id,)).fetchone()
-            if base is None:  # removed meanwhile
-                continue
-            articles = [Article(number, text, list(headings or []), repealed)
-                        for number, text, headings, repealed in conn.execute(
-                            "SELECT article, text, heading_path, repealed FROM articles WHERE version_id = %s "
-                            "ORDER BY ordinal", (version_id,))]
-            write(conn, version_id, legal_context(articles, base[0]))
-        done += 1
-    return done
 
 
 @read_only

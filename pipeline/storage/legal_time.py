@@ -3,9 +3,8 @@
 What a text alone gives is stored with it (store.store_version): its footnotes and the publication date
 it prints (:func:`write_sources`). What is derived — the final provisions' rules, each article's times
 and timeline — is worked out by :func:`refresh`, from the stored articles, their footnotes, the acts'
-records and the rules other stored texts state for the act (the act that introduces it): after every
-ingest of an act, for the texts it touches, and for every text the current rules have not read
-(:func:`backfill`, on the first command after an upgrade).
+records and the rules other stored texts state for the act (the act that introduces it). When it is worked
+out again (a text it depends on stored or removed, or rules changed) is storage.derived's.
 """
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
 from pipeline.sources.record import EliRecord, act_name
-from pipeline.storage import rebuilt
 
 EXTRACTOR = provision_time.EXTRACTOR
 
@@ -61,49 +59,6 @@ def versions_touched(conn: psycopg.Connection, eli: str) -> list[int]:
                              WHERE c.source_act = %(e)s AND c.operation = 'repeal' AND c.target_unit = '')
         ORDER BY v.version_id
         """, {"e": eli})]
-
-
-# Refreshes of other acts' texts go one at a time: two ingests may touch the same text.
-_REFRESH_LOCK = int.from_bytes(b"pl-time!", "big", signed=True)
-
-
-def refresh_act(conn: psycopg.Connection, eli: str, *, skip: Iterable[int] = ()) -> int:
-    """Work out again the time of every text a change of ``eli`` touches (:func:`versions_touched`) but
-    ``skip`` (worked out just now), in one transaction; how many versions were read."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_REFRESH_LOCK,))
-        versions = [v for v in versions_touched(conn, eli) if v not in set(skip)]
-        for version_id in versions:
-            refresh(conn, version_id)
-        # The wordings rebuilt from the changes of these texts' acts (revision 0012): their dates, or the
-        # changes themselves, may be new; and those of these texts themselves: their records' lists of
-        # amending acts decide which edits of words apply (a sync may bring a new list alone).
-        sources = {eli, *(r[0] for r in conn.execute("SELECT eli FROM act_versions WHERE version_id = ANY(%s)",
-                                                       (versions,)))}
-        rebuilt.refresh_versions(conn, (v for v in [*rebuilt.versions_amended_by(conn, sources), *versions]
-                                        if v not in set(skip)))
-    return len(versions)
-
-
-def stale(conn: psycopg.Connection) -> list[int]:
-    """Versions whose time the current rules have not worked out (stored before revision 0010, or read
-    by older rules)."""
-    return [r[0] for r in conn.execute(
-        "SELECT v.version_id FROM act_versions v LEFT JOIN version_times t USING (version_id) "
-        "WHERE t.extractor IS DISTINCT FROM %s ORDER BY v.version_id", (EXTRACTOR,))]
-
-
-def backfill(conn: psycopg.Connection) -> int:
-    """Work out the time of every stale version, one transaction a version (a version stored before
-    revision 0010 has no footnotes stored: its final provisions are read; a re-ingest reads the rest)."""
-    done = 0
-    for version_id in stale(conn):
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_REFRESH_LOCK,))
-            if conn.execute("SELECT 1 FROM act_versions WHERE version_id = %s FOR UPDATE", (version_id,)).fetchone():
-                refresh(conn, version_id)
-                done += 1
-    return done
 
 
 def _articles(conn: psycopg.Connection, version_id: int) -> tuple[list[int], list[Article], list[Footnote]]:

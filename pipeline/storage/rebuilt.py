@@ -8,10 +8,8 @@ chunks are cut as an official article's are (sources.chunk) and written to ``chu
 their texts go through the embedding queue and the vectors by content hash, like any chunk's, and the text
 search's triggers index them. Which wording a search reads on a day is the SQL interface's (sql/search.sql).
 
-Worked out again, per text, whenever what it depends on is stored or removed: a new text
-(store.store_version), an amending act stored or its time worked out again (legal_time.refresh_act), an
-amending act removed (store.remove_act); and, for texts the current rules have not rebuilt, by
-:func:`backfill` on the first command after an upgrade.
+Worked out again, per text, whenever what it depends on is stored or removed (a new text, an amending act
+stored or removed, its time worked out again), or the rules changed: storage.derived says when.
 """
 from __future__ import annotations
 
@@ -118,32 +116,9 @@ def _write_chunks(conn: psycopg.Connection, version_id: int, article_id: int, re
                 copy.write_row((ids[c.part], piece.piece, piece.embed_text, piece.content_sha256))
 
 
-def refresh_versions(conn: psycopg.Connection, version_ids: Iterable[int]) -> int:
-    """:func:`refresh` for each of ``version_ids`` (inside the caller's transaction); wordings written."""
-    return sum(refresh(conn, v) for v in sorted(set(version_ids)))
-
-
 def versions_amended_by(conn: psycopg.Connection, elis: Iterable[str]) -> list[int]:
     """The stored texts of the acts that the stored acts ``elis`` change (their rebuilt wordings depend on them)."""
     return [r[0] for r in conn.execute(
         "SELECT v.version_id FROM act_versions v WHERE v.base_eli IN ("
         "  SELECT c.target_base_act FROM amendment_changes c WHERE c.source_act = ANY(%(e)s)"
         "  AND c.target_base_act <> ALL(%(e)s)) ORDER BY v.version_id", {"e": list(elis)})]
-
-
-def stale(conn: psycopg.Connection) -> list[int]:
-    """Texts whose wordings the current rules have not rebuilt (stored before revision 0012, or by older rules)."""
-    return [r[0] for r in conn.execute(
-        "SELECT v.version_id FROM act_versions v LEFT JOIN rebuilt_extractions x USING (version_id) "
-        "WHERE x.rebuilder IS DISTINCT FROM %s ORDER BY v.version_id", (REBUILDER,))]
-
-
-def backfill(conn: psycopg.Connection) -> int:
-    """Rebuild every stale text's wordings, one transaction a text; how many texts were read."""
-    done = 0
-    for version_id in stale(conn):
-        with conn.transaction():
-            if conn.execute("SELECT 1 FROM act_versions WHERE version_id = %s FOR UPDATE", (version_id,)).fetchone():
-                refresh(conn, version_id)
-                done += 1
-    return done

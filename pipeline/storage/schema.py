@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import psycopg
 
-from pipeline.storage import amendments, context, db, legal_time, rebuilt
+from pipeline.storage import db, derived
 from pipeline.core.redact import redact_url
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
@@ -203,7 +203,7 @@ def upgrade(url: str, revision: str = "head", *, force_interface: bool = False) 
 
         with psycopg.connect(url) as conn:  # data, not schema: re-read the file on every upgrade
             thesaurus.sync(conn)
-        backfill_context(url)
+        backfill_derived(url)
 
 
 def downgrade(url: str, revision: str) -> None:
@@ -241,24 +241,21 @@ def ensure_current(url: str) -> None:
                 "(pipeline db grant-reader) is for SQL through the views and search_chunks(); the pipeline "
                 "needs the role that owns its tables") from None
         if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
-            if (context.stale(conn) or legal_time.stale(conn) or amendments.stale(conn) or rebuilt.stale(conn)) and \
-                    not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
-                backfill_context(url)  # not on a standby: it serves reads, without what it lacks
+            if derived.any_stale(conn) and not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+                backfill_derived(url)  # not on a standby: it serves reads, without what it lacks
             return
     refuse_newer(current)
     upgrade(url)
 
 
-def backfill_context(url: str) -> int:
-    """Read the legal context, the provision time and the amending instructions of the versions the current
-    rules have not read (pipeline.storage.context, .legal_time, .amendments); one upgrader at a time, as for
-    migrations."""
+def backfill_derived(url: str) -> int:
+    """Work out the derived data (pipeline.storage.derived) of the texts the current rules have not worked
+    out; one upgrader at a time, as for migrations."""
     with psycopg.connect(url) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (UPGRADE_LOCK,))
         try:
             conn.commit()
-            # the rebuilt wordings last: they read the changes and times the others work out
-            return context.backfill(conn) + legal_time.backfill(conn) + amendments.backfill(conn) + rebuilt.backfill(conn)
+            return derived.backfill(conn)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (UPGRADE_LOCK,))
             conn.commit()

@@ -21,7 +21,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.sources.chunk import Piece
 from pipeline.sources.prepare import PreparedArticle, PreparedText
 from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
-from pipeline.storage import amendments, context, currency, legal_time, rebuilt
+from pipeline.storage import amendments, context, currency, derived, legal_time
 from pipeline.storage.queue import enqueue_missing
 
 
@@ -92,10 +92,12 @@ def record_in_effect(conn: psycopg.Connection, record: EliRecord) -> EliRecord:
 
 
 def refresh_act(conn: psycopg.Connection, record: EliRecord) -> None:
-    """Store the changed record of an act whose text is unchanged (sync), under the act's lock."""
+    """Store the changed record of an act whose text is unchanged (sync), under the act's lock, with what is
+    derived from it (its texts' time, the wordings its list of amending acts decides: storage.derived)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(record.eli),))
         upsert_act(conn, record)
+        derived.refresh(conn, [record.eli])
 
 
 def lock_key(name: str) -> int:
@@ -116,14 +118,16 @@ def _unchanged(eli: str, latest: dict) -> StoredVersion:
 
 def store_unchanged(conn: psycopg.Connection, record: EliRecord, text_sha256: str) -> StoredVersion | None:
     """The act's latest version when its wording is ``text_sha256`` already, with the act's record refreshed
-    (as every ingest refreshes it); None when the text is new: prepare it and call :func:`store_version`.
-    Saves preparing a text that is stored (a re-ingest, a sync of an unchanged act). Its own transaction."""
+    (as every ingest refreshes it) and what is derived from it; None when the text is new: prepare it and call
+    :func:`store_version`. Saves preparing a text that is stored (a re-ingest, a sync of an unchanged act). Its
+    own transaction."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(record.eli),))
         latest = _latest(conn, record.eli)
         if latest is None or latest["text_sha256"] != text_sha256:
             return None
         upsert_act(conn, record)
+        derived.refresh(conn, [record.eli])
         return _unchanged(record.eli, latest)
 
 
@@ -162,14 +166,14 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
                            for c, pieces in zip(p.chunks, p.pieces) for piece in pieces))
         # What each article refers to and the act's definitions (revision 0009), in the same transaction.
         context.write(conn, version_id, text.context)
-        # When each article is in force (revision 0010): what only the text says, then its time worked out.
+        # What only the text says of time (revision 0010): its footnotes, the date it prints.
         legal_time.write_sources(conn, version_id, (p.article for p in articles), text.notes, text.printed_date, since,
                                  text.consolidated, text.act_date)
-        legal_time.refresh(conn, version_id)
         # The changes it makes to other acts (revision 0011); resolved to stored acts when read.
         amendments.write(conn, version_id, text.amendments)
-        # Its articles' wordings after it, rebuilt from the changes already stored (revision 0012); queued below.
-        rebuilt.refresh(conn, version_id)
+        # What is worked out from it and the other stored texts, in the same transaction: its time and that of
+        # the texts it dates or repeals, the wordings rebuilt after it and after the texts it amends (queued below).
+        derived.refresh(conn, [eli])
         # The BM25 statistics and postings of these chunks were written by the triggers on chunks, in
         # this transaction: no crash can leave a committed version that text search does not weigh.
         queued = enqueue_version(conn, version_id, model) if model else 0
@@ -329,17 +333,10 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         versions, chunks = conn.execute(
             "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FILTER (WHERE c.rebuilt_id IS NULL) "
             "FROM act_versions v LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
-        amended = rebuilt.versions_amended_by(conn, elis)  # the texts whose rebuilt wordings it made
-        # The other texts whose time it set (the acts it dates or repeals: legal_time.versions_touched).
-        timed = {v for e in elis for v in legal_time.versions_touched(conn, e)}
+        touched = derived.touched(conn, elis)  # the texts it dated, repealed or amended: known only before the delete
         conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
-        left = {r[0] for r in conn.execute("SELECT version_id FROM act_versions WHERE version_id = ANY(%s)",
-                                           (list(timed | set(amended)),))}
-        # Their time and wordings without it: a repeal or a date it brought goes with it, and what it added
-        # to them (revision 0012).
-        for version_id in sorted(timed & left):
-            legal_time.refresh(conn, version_id)
-        rebuilt.refresh_versions(conn, (v for v in amended if v in left))
+        # Their time and wordings without it: a repeal or a date it brought goes with it, and what it added.
+        derived.refresh(conn, before=touched)
         conn.execute("DELETE FROM embedding_queue q WHERE NOT EXISTS "
                      "(SELECT 1 FROM embedding_texts t WHERE t.content_sha256 = q.content_sha256)")
     return Removed(eli, base, elis, versions, chunks)
