@@ -3,7 +3,7 @@ docs/amendments-gold.md): instructions of the mirror's amending acts, each leaf 
 
     python -m bench.amendment_quality [--misses 10] [--gold tests/data/amendments_heldout.json]
 
-The reader (pipeline.sources.amendments) runs on the parsed texts of the gold set's acts, over the articles and
+The reader (pipeline.sources.instructions) runs on the parsed texts of the gold set's acts, over the articles and
 top-level points the gold set covers. A change is found when (source, amending unit, target article, target
 unit, operation) match a gold one; for those, the target act, the wording (whitespace and dashes normalised),
 the words replaced, the unit it follows and the new label are compared. Prints precision and recall per
@@ -44,7 +44,7 @@ def _unit(u: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pipeline.sources.amendments import read_all
+    from pipeline.sources.instructions import read_all
 
     ap = parser(__doc__, epilog=True)
     ap.add_argument("--misses", type=int, default=10, help="how many misses and false finds to list")

@@ -14,7 +14,8 @@ from support.corpus import parsed_act, store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
-from pipeline.sources.amendments import read, read_all, rebuild
+from pipeline.sources.instructions import read, read_all
+from pipeline.sources.rewording import rebuild
 
 D = dt.date
 
