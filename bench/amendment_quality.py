@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {op or 'all':<14} {tp:>5} {found:>6} {total:>5}  {tp / found if found else 0:5.2f}  "
               f"{tp / total if total else 0:5.2f}")
     fields = {"target act": lambda g, c: g["target_journal"] == c.target_act,
-              "wording": lambda g, c: _norm(g["text"]) == _norm(c.text),
+              "wording": lambda g, c: _norm(g["text"]) == _norm(c.wording),
               "old words": lambda g, c: g["operation"] == "other" or _norm(g["old_words"]) == _norm(c.old_words),
               "new words": lambda g, c: g["operation"] == "other" or _norm(g["new_words"]) == _norm(c.new_words),
-              "after": lambda g, c: _unit(g["after"]) == _unit(c.after),
+              "after": lambda g, c: _unit(g["after"]) == _unit(c.after_unit),
               "new label": lambda g, c: _unit(g["new_label"]) == _unit(c.new_label)}
     print("of the changes found, the fields that agree:")
     disagree = []
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  false: {k}  {got[k][0].instruction[:120]!r}")
     for name, g, c in disagree[:args.misses]:
         print(f"  {name}: {g['source']} {g['amending_unit']}: gold {str(g.get({'target act': 'target_journal', 'wording': 'text', 'old words': 'old_words', 'new words': 'new_words', 'after': 'after', 'new label': 'new_label'}[name]))[:80]!r} "
-              f"found {str({'target act': c.target_act, 'wording': c.text, 'old words': c.old_words, 'new words': c.new_words, 'after': c.after, 'new label': c.new_label}[name])[:80]!r}")
+              f"found {str({'target act': c.target_act, 'wording': c.wording, 'old words': c.old_words, 'new words': c.new_words, 'after': c.after_unit, 'new label': c.new_label}[name])[:80]!r}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def change_note(act: str, unit: str, operation: str, target_unit: str, whole_act
 
 @dataclass(frozen=True)
 class Change:
-    """One change an amending act makes to one unit of another act."""
+    """One change an amending act makes to one unit of another act: a row of table amendments, each field named
+    as its column (the records of `show`'s changes, storage.amendments, name after_unit and wording ``after``
+    and ``text``, as docs/results.md documents them)."""
 
     source_article: str  # the amending article ("2")
     amending_unit: str  # where in it ("pkt 3 lit. a"; "" the article itself)
@@ -56,8 +58,8 @@ class Change:
     target_article: str | None  # None: the whole act ("Traci moc ustawa …")
     target_unit: str  # "ust. 2 pkt 3", "ust. 1 zdanie drugie"; "" the whole article
     operation: str  # one of OPERATIONS
-    after: str | None = None  # add: the unit it follows ("art. 5", "ust. 2"); None: at the end
-    text: str | None = None  # the wording set or added (set_wording, add, add_sentence)
+    after_unit: str | None = None  # add: the unit it follows ("art. 5", "ust. 2"); None: at the end
+    wording: str | None = None  # the wording set or added (set_wording, add, add_sentence)
     old_words: str | None = None  # replace_words, delete_words, insert_words (the words it follows)
     new_words: str | None = None  # replace_words, insert_words
     new_label: str | None = None  # renumber: the unit's new designation ("ust. 1")
@@ -413,19 +415,19 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
             units = _spell(targets(clause[:v.start()]), wording)
             for a, u in units:
                 part = _wording_of(_last(u) if u else f"art. {a}", wording, len(units)) if wording else None
-                out.append(change(SET_WORDING, a, u, text=_wording(part) if part else None))
+                out.append(change(SET_WORDING, a, u, wording=_wording(part) if part else None))
         elif (v := _VERB_ADD.search(clause)) is not None:
-            after = None
+            after_unit = None
             head = clause[:v.start()]
             if p := re.search(r"\bpo\s+(.+)$", head.strip(), re.IGNORECASE):
-                after = " ".join(" ".join(step) for step in _units(p.group(1))) or None
+                after_unit = " ".join(" ".join(step) for step in _units(p.group(1))) or None
             hole = _HOLE.search(clause, v.end())
             wording = held(hole)
             subject = clause[v.end():hole.start() if hole else len(clause)]
             subject = re.sub(r"\bw\s+brzmieniu\b.*$", "", subject, flags=re.IGNORECASE | re.DOTALL)
             if re.match(r"\s*zdani", subject, re.IGNORECASE):
                 unit = _join(loc_unit, _expand("zdanie", re.sub(r"(?i)^\s*zdani\w*", "", subject).strip() or None)[0])
-                out.append(change(ADD_SENTENCE, article, unit, text=_wording(wording) if wording else None))
+                out.append(change(ADD_SENTENCE, article, unit, wording=_wording(wording) if wording else None))
                 continue
             units = _spell(targets(subject), wording) if _units(subject) else []
             if not units:
@@ -433,7 +435,7 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
                 continue
             for a, u in units:
                 part = _wording_of(_last(u) if u else f"art. {a}", wording, len(units)) if wording else None
-                out.append(change(ADD, a, u, after=after, text=_wording(part) if part else None))
+                out.append(change(ADD, a, u, after_unit=after_unit, wording=_wording(part) if part else None))
         elif (v := _VERB_REPEAL.search(clause)) is not None:
             subject = clause[v.end():] if _units(clause[v.end():]) else clause[:v.start()]
             for a, u in targets(subject):

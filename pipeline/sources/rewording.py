@@ -150,7 +150,8 @@ def _edit(lines: list[str], start: int, paths: list[str], c: dict) -> list[str] 
 
 def rebuild(text: str, changes: list[dict]) -> Rebuilt:
     """``text`` (an article's official wording, a unit a line) with ``changes`` applied in order (each {operation,
-    target_unit, after, text, new_label, old_words, new_words, not_current}): a whole unit set, added after
+    target_unit, after, text, new_label, old_words, new_words, not_current}: a record of `show`'s changes,
+    whose ``after`` and ``text`` are a Change's after_unit and wording): a whole unit set, added after
     another or at the end of its parent, repealed, or the article's text made its ust. 1 / § 1; and an edit of
     words or of a sentence where the wording it edits is known to be current (``not_current`` None, no earlier
     change to its unit left undetermined) and its words are found once in the unit (:func:`_edit`). Any other

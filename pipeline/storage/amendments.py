@@ -41,8 +41,8 @@ def write(conn: psycopg.Connection, version_id: int, changes: Iterable[Change]) 
             "new_words, new_label, kept, instruction) FROM STDIN") as copy:
         for n, c in enumerate(changes, start=1):
             copy.write_row((version_id, n, c.source_article, c.amending_unit, c.target_as_written, c.target_act,
-                            c.target_name, c.target_date, c.target_article, c.target_unit, c.operation, c.after,
-                            c.text, c.old_words, c.new_words, c.new_label, c.kept, c.instruction))
+                            c.target_name, c.target_date, c.target_article, c.target_unit, c.operation, c.after_unit,
+                            c.wording, c.old_words, c.new_words, c.new_label, c.kept, c.instruction))
     conn.execute("INSERT INTO amendment_extractions (version_id, extractor) VALUES (%s, %s) ON CONFLICT (version_id) "
                  "DO UPDATE SET extractor = excluded.extractor, extracted_at = now()", (version_id, EXTRACTOR))
     return n
