@@ -98,9 +98,10 @@ def _mask(text: str) -> tuple[str, list[str]] | None:
 # The words of one unit as an instruction names it: "art. 5a", "§ 2", "ust. 1b", "pkt 3", "lit. a",
 # "tiret drugie", "zdanie drugie", and what stands for them in a location ("w zdaniu drugim").
 _NUM = r"\d+[a-z]{0,3}(?:\s?\^\s?\d+[a-z]{0,3})?"
-_ORDINALS = {"pierwsz": "pierwsze", "drugi": "drugie", "trzeci": "trzecie", "czwart": "czwarte", "piąt": "piąte",
-             "szóst": "szóste", "siódm": "siódme", "ósm": "ósme"}
-_ORDINAL = r"(?:pierwsz|drugi|trzeci|czwart|piąt|szóst|siódm|ósm)\w*"
+# A sentence or a tiret by its ordinal, in any case ("w zdaniu drugim", "zdanie drugie"): the first eight of
+# units.ORDINALS are read, by their stems ("drugi"), and cited as units.ORDINALS writes them.
+ORDINALS_READ = units.ORDINALS[:8]
+_ORDINAL = rf"(?:{'|'.join(o[:-1] for o in ORDINALS_READ)})\w*"
 _KIND_WORD = (r"(?P<kind>art\.|§|ust\.|pkt|lit\.|tiret|zdani\w*|część\s+wspóln\w*|części\s+wspólnej|"
               r"wprowadzeni\w*\s+do\s+wyliczenia|tytu\w*\s+rozdzia\w*|tytu\w*\s+dzia\w*|rozdzia\w*|oddzia\w*|"
               r"dzia\w*|odnośni\w*\s+nr)")
@@ -159,7 +160,7 @@ def _kind(word: str) -> str:
 
 def _ordinal(word: str) -> str:
     w = word.lower()
-    return next((v for k, v in _ORDINALS.items() if w.startswith(k)), w)
+    return next((o for o in ORDINALS_READ if w.startswith(o[:-1])), w)
 
 
 def _letter_span(first: str, last: str) -> list[str] | None:
@@ -458,8 +459,6 @@ class _Node:
 
 _DOUBLE_TIRET = "double tiret"  # "– –", below a tiret (podwójne tiret)
 _DEPTH = {units.POINT: 0, units.LETTER: 1, units.TIRET: 2, _DOUBLE_TIRET: 3}
-_TIRETS = ("pierwsze", "drugie", "trzecie", "czwarte", "piąte", "szóste", "siódme", "ósme", "dziewiąte", "dziesiąte",
-           "jedenaste", "dwunaste", "trzynaste", "czternaste", "piętnaste")
 
 
 def _leaves(body: str) -> list[tuple[str, str]]:
@@ -486,7 +485,7 @@ def _leaves(body: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
 
     def walk(node: _Node, path: list[str], words: list[str], nth: int) -> None:
-        ordinal = _TIRETS[nth] if nth < len(_TIRETS) else str(nth + 1)
+        ordinal = units.ORDINALS[nth] if nth < len(units.ORDINALS) else str(nth + 1)
         path = path + [f"tiret {ordinal}" if node.kind == units.TIRET else f"podwójne tiret {ordinal}"
                        if node.kind == _DOUBLE_TIRET else units.cite(node.kind, node.label)]
         words = words + [node.words.rstrip(" :")]

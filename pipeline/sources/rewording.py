@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from pipeline.core import units
 from pipeline.core.numbering import label_end
-from pipeline.sources.instructions import (ADD, ADD_SENTENCE, DELETE_WORDS, INSERT_WORDS, RENUMBER, REPEAL,
-                                           REPLACE_WORDS, SET_WORDING)
+from pipeline.sources.instructions import (ADD, ADD_SENTENCE, DELETE_WORDS, INSERT_WORDS, ORDINALS_READ, RENUMBER,
+                                           REPEAL, REPLACE_WORDS, SET_WORDING)
 
 # The units a change may set, add or repeal whole: those with a label of their own on a line.
 _LINE_UNITS = ("§", "ust.", "pkt", "lit.")
@@ -45,7 +45,6 @@ def _whole_units(unit: str) -> bool:
 EDITS = (REPLACE_WORDS, DELETE_WORDS, INSERT_WORDS, ADD_SENTENCE)
 _UNCHECKED = "an edit of words: whether the wording it edits is the current one was not checked"
 _SENTENCE = re.compile(r"(?:^| )zdanie (\S+)$")
-_ORDER = ("pierwsze", "drugie", "trzecie", "czwarte", "piąte", "szóste", "siódme", "ósme")
 # "w odpowiednim przypadku", "w różnej liczbie": the forms the words take in the text are not written out.
 _INFLECTED = re.compile(r"przypadk|\bliczb", re.IGNORECASE)
 _MARK = (".", ";", ",", ":")
@@ -101,13 +100,13 @@ def _edit(lines: list[str], start: int, paths: list[str], c: dict) -> list[str] 
     where = owner or "the article"
     if sentence and op in (DELETE_WORDS, ADD_SENTENCE, SET_WORDING) and not c.get("old_words"):
         which = sentence.group(1)
-        if which not in _ORDER or len(block) > 1:
+        if which not in ORDINALS_READ or len(block) > 1:
             return f"{unit}: a sentence of a unit with points is not rebuilt"
         opened = units.label(lines[block[0]], start if block[0] == 0 else 0)
         at = opened.end if opened else start if block[0] == 0 else 0
         line = lines[block[0]]
         found = _sentences(line[at:])
-        n = _ORDER.index(which)
+        n = ORDINALS_READ.index(which)
         if found is None:
             return f"the sentences of {where} are not told apart by rule"
         if op == ADD_SENTENCE and n != len(found):
