@@ -3,7 +3,7 @@ docs/amendments-gold.md): instructions of the mirror's amending acts, each leaf 
 
     python -m bench.amendment_quality [--misses 10] [--gold tests/data/amendments_heldout.json]
 
-The reader (pipeline.sources.amendments) runs on the parsed texts of the gold set's acts, over the articles and
+The reader (pipeline.sources.instructions) runs on the parsed texts of the gold set's acts, over the articles and
 top-level points the gold set covers. A change is found when (source, amending unit, target article, target
 unit, operation) match a gold one; for those, the target act, the wording (whitespace and dashes normalised),
 the words replaced, the unit it follows and the new label are compared. Prints precision and recall per
@@ -44,7 +44,7 @@ def _unit(u: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pipeline.sources.amendments import read_all
+    from pipeline.sources.instructions import read_all
 
     ap = parser(__doc__, epilog=True)
     ap.add_argument("--misses", type=int, default=10, help="how many misses and false finds to list")
@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {op or 'all':<14} {tp:>5} {found:>6} {total:>5}  {tp / found if found else 0:5.2f}  "
               f"{tp / total if total else 0:5.2f}")
     fields = {"target act": lambda g, c: g["target_journal"] == c.target_act,
-              "wording": lambda g, c: _norm(g["text"]) == _norm(c.text),
+              "wording": lambda g, c: _norm(g["text"]) == _norm(c.wording),
               "old words": lambda g, c: g["operation"] == "other" or _norm(g["old_words"]) == _norm(c.old_words),
               "new words": lambda g, c: g["operation"] == "other" or _norm(g["new_words"]) == _norm(c.new_words),
-              "after": lambda g, c: _unit(g["after"]) == _unit(c.after),
+              "after": lambda g, c: _unit(g["after"]) == _unit(c.after_unit),
               "new label": lambda g, c: _unit(g["new_label"]) == _unit(c.new_label)}
     print("of the changes found, the fields that agree:")
     disagree = []
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  false: {k}  {got[k][0].instruction[:120]!r}")
     for name, g, c in disagree[:args.misses]:
         print(f"  {name}: {g['source']} {g['amending_unit']}: gold {str(g.get({'target act': 'target_journal', 'wording': 'text', 'old words': 'old_words', 'new words': 'new_words', 'after': 'after', 'new label': 'new_label'}[name]))[:80]!r} "
-              f"found {str({'target act': c.target_act, 'wording': c.text, 'old words': c.old_words, 'new words': c.new_words, 'after': c.after, 'new label': c.new_label}[name])[:80]!r}")
+              f"found {str({'target act': c.target_act, 'wording': c.wording, 'old words': c.old_words, 'new words': c.new_words, 'after': c.after_unit, 'new label': c.new_label}[name])[:80]!r}")
 
 
 if __name__ == "__main__":

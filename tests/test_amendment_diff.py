@@ -18,7 +18,7 @@ from support.paths import mirror_meta, require_mirror
 
 from pipeline import Service
 from pipeline.core.errors import ArticleNotFound
-from pipeline.sources.amendments import rebuild
+from pipeline.sources.rewording import rebuild
 from pipeline.sources.record import AMENDING_ACTS, EliRecord
 
 D = dt.date

@@ -14,7 +14,8 @@ from support.corpus import parsed_act, store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
-from pipeline.sources.amendments import read, read_all, rebuild
+from pipeline.sources.instructions import read, read_all
+from pipeline.sources.rewording import rebuild
 
 D = dt.date
 
@@ -40,7 +41,8 @@ def test_an_instruction_list_is_read_leaf_by_leaf_and_wordings_are_never_instruc
         ("pkt 2 lit. d", "44", "ust. 4", "repeal"),
     ]
     assert changes[0].old_words == "z zastrzeżeniem art. 44 ust. 1b"
-    assert changes[3].text.startswith("2. Odwołanie wnosi się") and changes[4].text.startswith("3. Do postępowania")
+    assert changes[3].wording.startswith("2. Odwołanie wnosi się")
+    assert changes[4].wording.startswith("3. Do postępowania")
     # The wording of art. 2 cites "art. 44 ust. 1 zdanie drugie ustawy …": a wording, not an instruction.
     single = read(_article("DU/2019/914", "2"))
     assert _short(single) == [("", "49", "zdanie pierwsze", "set_wording")]
@@ -51,11 +53,11 @@ def test_an_instruction_list_is_read_leaf_by_leaf_and_wordings_are_never_instruc
 def test_add_renumber_and_the_unit_added_after():
     changes = {(c.amending_unit, c.target_article, c.target_unit): c for c in read(_article("DU/2019/730", "161"))}
     added = changes[("pkt 1", "5a", "")]
-    assert (added.operation, added.after, added.target_act) == ("add", "art. 5", "DU/2018/1000")
-    assert added.text.startswith("Art. 5a.")
+    assert (added.operation, added.after_unit, added.target_act) == ("add", "art. 5", "DU/2018/1000")
+    assert added.wording.startswith("Art. 5a.")
     renumbered, second = changes[("pkt 6", "108", "")], changes[("pkt 6", "108", "ust. 2")]
     assert (renumbered.operation, renumbered.new_label) == ("renumber", "ust. 1")
-    assert (second.operation, second.text[:2]) == ("add", "2.")
+    assert (second.operation, second.wording[:2]) == ("add", "2.")
 
 
 def test_ranges_are_spelled_by_the_labels_the_wording_opens():
@@ -63,7 +65,7 @@ def test_ranges_are_spelled_by_the_labels_the_wording_opens():
     added = [c.target_unit for c in changes if c.amending_unit == "pkt 4 lit. j"]
     # "po pkt 11 dodaje się pkt 11a–11n": which letters follow l is the wording's to say (ł in some acts).
     assert added == [f"pkt 11{x}" for x in "abcdefghijklmn"]
-    assert all(c.after == "pkt 11" for c in changes if c.amending_unit == "pkt 4 lit. j")
+    assert all(c.after_unit == "pkt 11" for c in changes if c.amending_unit == "pkt 4 lit. j")
     # "kropkę zastępuje się średnikiem i dodaje się pkt 4": the punctuation, then the unit.
     punct, add = [c for c in changes if c.amending_unit == "pkt 3 lit. a"]
     assert (punct.operation, punct.target_unit, punct.old_words, punct.new_words) == ("replace_words", "ust. 1 pkt 3", ".", ";")

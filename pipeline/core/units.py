@@ -29,6 +29,10 @@ SHAPES = {kind: form.format(_NUMBERS[kind]) for kind, form in _FORMS.items()}
 LABELS = {kind: form.format(f"(?P<{kind}>{_NUMBERS[kind]})") for kind, form in _FORMS.items()}
 # Any unit's label; the unit's text follows after a space.
 LABEL = "(?:" + "|".join(LABELS.values()) + r")(?=\s)"
+# The ordinals that cite a sentence or a tiret of a unit, in order, as running text writes them: "zdanie drugie",
+# "tiret piąte" (a tiret has no number of its own: the nth under its letter).
+ORDINALS = ("pierwsze", "drugie", "trzecie", "czwarte", "piąte", "szóste", "siódme", "ósme", "dziewiąte",
+            "dziesiąte", "jedenaste", "dwunaste", "trzynaste", "czternaste", "piętnaste")
 # The words that cite a unit in running text, and how each kind is cited.
 CITED = {PARAGRAPH: "§", SECTION: "ust.", POINT: "pkt", LETTER: "lit.", TIRET: "tiret"}
 CITED_WORD = r"(?:§|ust\.|pkt|lit\.)"

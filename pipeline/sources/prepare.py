@@ -12,8 +12,8 @@ from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
 from pipeline.sources import chunk as chunking
 from pipeline.sources import definitions as definitions_rules
 from pipeline.sources import references as references_rules
-from pipeline.sources.amendments import Change
-from pipeline.sources.amendments import read_all as read_amendments
+from pipeline.sources.instructions import Change
+from pipeline.sources.instructions import read_all as read_amendments
 from pipeline.sources.chunk import Chunk, Piece
 from pipeline.sources.definitions import Definition
 from pipeline.sources.parse.model import Article, Footnote, ParsedAct
@@ -62,7 +62,7 @@ class PreparedText:
     printed_date: dt.date | None = None  # the date the text prints: a Dz. U. PDF's masthead, an announcement's date
     consolidated: bool = False  # a consolidated text, by its record or its own title (a local file's record may not say)
     act_date: dt.date | None = None  # the act's own date as the text's title names it ("USTAWA z dnia 26 czerwca 1974 r.")
-    amendments: list[Change] = field(default_factory=list)  # the changes it makes to other acts (sources.amendments)
+    amendments: list[Change] = field(default_factory=list)  # the changes it makes to other acts (sources.instructions)
 
     @property
     def chunk_count(self) -> int:

@@ -1,4 +1,4 @@
-"""The amending instructions of stored acts (revision 0011; read by pipeline.sources.amendments), and the
+"""The amending instructions of stored acts (revision 0011; read by pipeline.sources.instructions), and the
 changes that come after a stored text of the act they amend.
 
 Written with each new version (store.store_version) and, for versions read by older rules or stored before
@@ -23,11 +23,11 @@ from psycopg.rows import dict_row, tuple_row
 
 from pipeline.core.act_id import parse_act_id
 
-from pipeline.sources import amendments as reader
-from pipeline.sources.amendments import Change
+from pipeline.sources import instructions, rewording
+from pipeline.sources.instructions import Change
 from pipeline.sources.record import EliRecord
 
-EXTRACTOR = reader.EXTRACTOR
+EXTRACTOR = instructions.EXTRACTOR
 
 
 def write(conn: psycopg.Connection, version_id: int, changes: Iterable[Change]) -> int:
@@ -40,8 +40,8 @@ def write(conn: psycopg.Connection, version_id: int, changes: Iterable[Change]) 
             "new_words, new_label, kept, instruction) FROM STDIN") as copy:
         for n, c in enumerate(changes, start=1):
             copy.write_row((version_id, n, c.source_article, c.amending_unit, c.target_as_written, c.target_act,
-                            c.target_name, c.target_date, c.target_article, c.target_unit, c.operation, c.after,
-                            c.text, c.old_words, c.new_words, c.new_label, c.kept, c.instruction))
+                            c.target_name, c.target_date, c.target_article, c.target_unit, c.operation, c.after_unit,
+                            c.wording, c.old_words, c.new_words, c.new_label, c.kept, c.instruction))
     conn.execute("INSERT INTO amendment_extractions (version_id, extractor) VALUES (%s, %s) ON CONFLICT (version_id) "
                  "DO UPDATE SET extractor = excluded.extractor, extracted_at = now()", (version_id, EXTRACTOR))
     return n
@@ -112,8 +112,9 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
                 out.append({"act": r["source_act"], "unit": unit,
                             "operation": r["operation"], "target_unit": r["target_unit"],
                             "whole_act": r["target_article"] is None, "after": r["after_unit"],
-                            "note": reader.change_note(r["source_act"], unit, r["operation"], r["target_unit"],
-                                                       r["target_article"] is None, r["new_label"], status, start),
+                            "note": instructions.change_note(r["source_act"], unit, r["operation"],
+                                                             r["target_unit"], r["target_article"] is None,
+                                                             r["new_label"], status, start),
                             "in_force_from": start, "in_force_undetermined": r["in_force_undetermined"],
                             "status": status, "applied": False, "why": None, "text": r["wording"],
                             "old_words": r["old_words"], "new_words": r["new_words"], "new_label": r["new_label"],
@@ -154,7 +155,7 @@ def _current_check(conn: psycopg.Connection, version_id: int):
 def rebuilt(text: str, changes: list[dict]) -> str | None:
     """The wording on the date the changes were listed for: ``text`` with the changes in force by then that
     set, add, repeal or renumber whole units of it, or edit the words of a wording known to be current (their
-    ``not_current`` None: :func:`changes_after`), by sources.amendments.rebuild, in the order they took
+    ``not_current`` None: :func:`changes_after`), by sources.rewording.rebuild, in the order they took
     effect; each change gets ``applied`` and, where in force but not applied, ``why`` (its unit stays as the
     official text has it). None when no change applies: the official text is the wording."""
     due = sorted((c for c in changes if c["status"] == "in_force" and not c["whole_act"]),
@@ -162,13 +163,13 @@ def rebuilt(text: str, changes: list[dict]) -> str | None:
     # A change whose date is not determined may come before an edit of the same unit: that edit's words are
     # then not known to be current.
     for c in due:
-        if c.get("not_current") is None and reader.edits_words(c):
+        if c.get("not_current") is None and rewording.edits_words(c):
             dateless = next((d for d in changes if d["status"] == "undetermined" and not d["whole_act"]
-                             and reader.overlap(d["target_unit"], c["target_unit"])), None)
+                             and rewording.overlap(d["target_unit"], c["target_unit"])), None)
             if dateless is not None:
                 c["not_current"] = f"an edit of words: {dateless['act']} {dateless['unit']} changes " \
                                    f"{dateless['target_unit'] or 'the article'} on a date not determined"
-    result = reader.rebuild(text, due)
+    result = rewording.rebuild(text, due)
     for i, why in result.undetermined:
         due[i]["why"] = why
     for i in result.applied:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from pipeline.sources.amendments import read_all as read_instructions
+from pipeline.sources.instructions import read_all as read_instructions
 from pipeline.sources.parse.model import Article
 from pipeline.sources.prepare import CONTEXT_EXTRACTOR, legal_context
 from pipeline.storage import amendments, context, legal_time, rebuilt

@@ -14,8 +14,7 @@ from collections.abc import Iterable
 
 import psycopg
 
-from pipeline.sources import amendments as amendment_rules
-from pipeline.sources import provision_time, provisions
+from pipeline.sources import instructions, provision_time, provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
@@ -170,8 +169,8 @@ def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_fr
         source_act, unit, target, start, instruction, kept = r
         if source_act in carried or (text_from is not None and start <= text_from):
             continue
-        for a, t in zip(articles, time.articles):  # what the repeal's exceptions keep stays (sources.amendments.ends)
-            if (target is None or a.number == target) and amendment_rules.ends(a.number, kept) \
+        for a, t in zip(articles, time.articles):  # what the repeal's exceptions keep stays (sources.instructions.ends)
+            if (target is None or a.number == target) and instructions.ends(a.number, kept) \
                     and (t.in_force_until is None or start < t.in_force_until):
                 t.in_force_until = start
                 t.events.append(provision_time.Event(provision_time.REPEALED, "", start, None, instruction,

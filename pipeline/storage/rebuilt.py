@@ -20,14 +20,14 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pipeline.core.config import settings
-from pipeline.sources import amendments as reader
 from pipeline.sources import chunk as chunking
+from pipeline.sources import instructions
 from pipeline.sources.parse.model import Article
 from pipeline.storage import amendments
 from pipeline.storage.queue import enqueue_missing
 
 # Which rules rebuilt a text's wordings: the instructions' reader and this module's periods.
-REBUILDER = f"{reader.EXTRACTOR}+periods-1"
+REBUILDER = f"{instructions.EXTRACTOR}+periods-1"
 
 
 def periods(text: str, changes_on) -> list[tuple[dt.date, dt.date | None, str, list[dict]]]:
