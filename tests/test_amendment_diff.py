@@ -221,3 +221,38 @@ def test_words_are_edited_only_where_found_exactly_once():
     assert marks.text.split("\n") == [
         "Art. 59. 1. Organ właściwy lub minister przekazuje zalecenia.", "2. Od zaleceń nie przysługują środki;",
         "3. Podmiot informuje organ lub ministra o sposobie wykonania zaleceń. Przepis stosuje się odpowiednio."]
+
+
+# --- one article on a day (storage.articles.ArticleOnDay) ------------------------------------------------------
+
+def test_an_article_added_by_a_later_act_carries_its_acts_currency_as_any_article(cyber):
+    """`show` without --as-of of an article a stored act added ("po art. 5 dodaje się art. 5a") read its act's
+    currency as of today's date, where every other article reads the current one (as_of None): the same
+    act, two notes. One article on a day, one currency."""
+    with Service(cyber, pool_size=1, warm=False) as law:
+        added, own = law.show(CYBER, "5a"), law.show(CYBER, "1")
+        assert added["official"] is False and added["in_force_basis"] == "other_act"
+        assert added["currency"] == own["currency"] and added["currency"]["as_of"] is None
+        dated = law.show(CYBER, "5a", as_of=AFTER)
+        assert dated["currency"] == law.show(CYBER, "1", as_of=AFTER)["currency"]
+
+
+def test_diff_reads_each_side_as_show_reads_it(cyber):
+    """Each side of `diff` is the article `show --as-of` gives on that date: the same wording, official or
+    rebuilt, with the same changes applied (one function: storage.articles.article_on)."""
+    with Service(cyber, pool_size=1, warm=False) as law:
+        for article in ("11", "5a", "1"):
+            for before, after in ((BEFORE, AFTER), (AFTER, D(2027, 1, 1))):
+                try:
+                    d = law.diff(CYBER, article, from_date=before, to_date=after)
+                except ArticleNotFound:
+                    continue  # no change between the dates
+                new = "".join(op["text"] for op in d["ops"] if op["op"] != "delete")
+                old = "".join(op["text"] for op in d["ops"] if op["op"] != "insert")
+                for text, side, day in ((new, d["to"], after), (old, d["from"], before)):
+                    try:
+                        shown = law.show(CYBER, article, as_of=day)
+                    except ArticleNotFound:
+                        assert text == ""
+                        continue
+                    assert text == shown["text"] and side["official"] == shown["official"]

@@ -21,6 +21,7 @@ from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
 from pipeline.sources.provision_time import in_force_note
 from pipeline.sources.record import display_title
+from pipeline.storage.articles import ArticleOnDay
 from pipeline.storage.currency import Currency
 
 OPEN = {"extra": "allow"}  # pydantic's ConfigDict, without importing pydantic for every CLI command
@@ -249,32 +250,29 @@ def version_record(version: dict[str, Any]) -> VersionRecord:
             "ingested_at": version["ingested_at"]}
 
 
-def article_record(found: dict[str, Any], as_of: dt.date | None = None,
+def article_record(found: ArticleOnDay, as_of: dt.date | None = None,
                    context: dict[str, list] | None = None) -> ArticleRecord:
-    """An article as :func:`pipeline.storage.articles.get_article` reads it, with its legal context
+    """An article on a day as :func:`pipeline.storage.articles.find_article` reads it, with its legal context
     (pipeline.storage.context: references, referenced_by, definitions) and its act's stored versions
     (``versions``); empty lists for what was not read."""
     context = context or {}
     return {
-        "citation": cite(found["eli"], found["article"]), "act": found["eli"], "act_title": found["act_title"],
-        "article": found["article"], "heading_path": list(found["heading_path"] or []),
-        "repealed": found["repealed"], "version_no": found["version_no"], "valid_from": found["valid_from"],
-        "valid_to": found.get("valid_to"), "as_of": as_of, "text": found["text"], "currency": found.get("currency"),
-        "currency_note": found["currency"]["note"] if found.get("currency") else None,
+        "citation": cite(found.eli, found.article), "act": found.eli, "act_title": found.act_title,
+        "article": found.article, "heading_path": list(found.heading_path), "repealed": found.repealed,
+        "version_no": found.version_no, "valid_from": found.valid_from, "valid_to": found.valid_to, "as_of": as_of,
+        "text": found.text, "currency": found.currency,
+        "currency_note": found.currency["note"] if found.currency else None,
         "references": context.get("references", []), "referenced_by": context.get("referenced_by", []),
         "definitions": context.get("definitions", []),
         "versions": [version_record(v) for v in context.get("versions", [])],
-        "in_force": found.get("in_force"), "in_force_from": found.get("in_force_from"),
-        "in_force_until": found.get("in_force_until"), "in_force_undetermined": found.get("in_force_undetermined"),
-        "in_force_basis": found.get("in_force_basis"),
-        "in_force_note": in_force_note(as_of or clock.today(), found.get("in_force_from"),
-                                       found.get("in_force_until"), found.get("in_force_undetermined"),
-                                       found["repealed"], found.get("in_force_basis")),
-        "wording": found.get("wording", 0), "wordings": found.get("wordings", []),
-        "timeline": found.get("timeline", []), "units_not_in_force": found.get("units_not_in_force", []),
-        "citation_pl": citation_pl(found["eli"], found["article"], "", found.get("currency"), found["act_title"]),
-        "official": found.get("official", True), "official_text": found.get("official_text"),
-        "changes": found.get("changes", []),
+        "in_force": found.in_force, "in_force_from": found.in_force_from, "in_force_until": found.in_force_until,
+        "in_force_undetermined": found.in_force_undetermined, "in_force_basis": found.in_force_basis,
+        "in_force_note": in_force_note(as_of or clock.today(), found.in_force_from, found.in_force_until,
+                                       found.in_force_undetermined, found.repealed, found.in_force_basis),
+        "wording": found.wording, "wordings": found.wordings, "timeline": found.timeline,
+        "units_not_in_force": found.units_not_in_force,
+        "citation_pl": citation_pl(found.eli, found.article, "", found.currency, found.act_title),
+        "official": found.official, "official_text": found.official_text, "changes": found.changes,
     }
 
 

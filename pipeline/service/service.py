@@ -216,13 +216,13 @@ class Service:
         """One article: its text, headings, version, dates, currency and legal context: what it refers
         to, what refers to it, the definitions it uses; and every stored text of its act
         (:func:`results.article_record`)."""
-        def run(conn: psycopg.Connection) -> tuple[dict, dict]:
-            found = articles.get_article(conn, act, article, as_of=as_of, version_no=version_no, official=official)
+        def run(conn: psycopg.Connection) -> tuple[articles.ArticleOnDay, dict]:
+            found = articles.find_article(conn, act, article, as_of=as_of, version_no=version_no, official=official)
             return found, {
-                "references": context.references_of(conn, found["version_id"], found["article"]),
-                "referenced_by": context.referenced_by(conn, found["base_eli"], found["article"]),
-                "definitions": context.definitions_used(conn, found["version_id"], found["article"]),
-                "versions": articles.versions_of(conn, found["base_eli"])}
+                "references": context.references_of(conn, found.version_id, found.article),
+                "referenced_by": context.referenced_by(conn, found.base_eli, found.article),
+                "definitions": context.definitions_used(conn, found.version_id, found.article),
+                "versions": articles.versions_of(conn, found.base_eli)}
 
         found, around = self.reads.run(run)
         return article_record(found, as_of, around)

@@ -3,18 +3,19 @@ an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 
 import psycopg
 from psycopg.rows import dict_row
 
-from pipeline.storage import amendments, currency, legal_time
 from pipeline.core import clock
 from pipeline.core.act_id import parse_act_id
-from pipeline.storage.db import read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
 # canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
 from pipeline.core.numbering import canonical_article
-
+from pipeline.storage import amendments, currency, legal_time
+from pipeline.storage.db import read_only
 
 
 class ActNotFound(ArticleNotFound):
@@ -73,7 +74,84 @@ def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
     return f"; stored: {listed} (each ELI id numbers its own versions)" if listed else ""
 
 
-def added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> dict | None:
+@dataclass
+class ArticleOnDay:
+    """One article of a stored text on a day, as `show`, `check`, `diff`, the page and MCP read it: the wording
+    that is the law that day (the text's own, or rebuilt from the stored changes in force by then: never
+    presented as official), its dates and basis, its wordings and timeline, its units not in force, the
+    changes after the text. Its keys (:meth:`to_dict`) are docs/results.md's article record's."""
+
+    eli: str
+    act_title: str | None
+    article: str
+    heading_path: list[str]
+    repealed: bool
+    text: str  # the wording on the day: official, or rebuilt (official false)
+    version_no: int
+    valid_from: dt.date | None
+    valid_to: dt.date | None  # when a newer stored text of the act takes over (None: none stored yet)
+    version_id: int
+    base_eli: str
+    article_id: int | None  # None: added by a later stored act, no row of the text's own
+    wording: int  # 0 printed once; 1 / 2 the wording in force and the one an amendment brings
+    in_force_from: dt.date | None
+    in_force_until: dt.date | None
+    in_force_undetermined: str | None
+    in_force_basis: str | None
+    in_force: bool | None
+    wordings: list[dict] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)
+    units_not_in_force: list[dict] = field(default_factory=list)
+    official: bool = True
+    official_text: str | None = None  # the official wording, where ``text`` is rebuilt
+    changes: list[dict] = field(default_factory=list)
+    currency: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# The article's rows in one stored text, with their times on a day (%(day)s): the columns ArticleOnDay takes.
+_ROWS = """
+    SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no,
+           v.valid_from,
+           (SELECT min(n.valid_from) FROM act_versions n
+            WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to,
+           v.version_id, v.base_eli, ar.article_id, ar.wording, t.in_force_from, t.in_force_until,
+           t.undetermined AS in_force_undetermined, t.basis AS in_force_basis,
+           CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %(day)s) END AS in_force
+    FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
+    LEFT JOIN article_times t USING (article_id)
+    WHERE ar.version_id = %(v)s AND ar.article = %(a)s
+    ORDER BY ar.ordinal"""
+
+
+def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.date, *, rebuild: bool = True,
+               pick: Callable[[list[dict], dt.date], dict] | None = None) -> ArticleOnDay | None:
+    """Art. ``number`` of the stored text ``version_id`` on ``day``: of its wordings the one that is the law
+    that day (:func:`in_force_wording`; ``pick`` another rule: `diff`'s newest printed one), rebuilt with the
+    stored changes after the text in force by then where they determine it (``rebuild`` false: the official
+    wording, the changes told beside it); an article the text lacks that a stored act added by then, rebuilt
+    from that act. None: the text has no such article on that day."""
+    rows = conn.cursor(row_factory=dict_row).execute(_ROWS, {"day": day, "v": version_id, "a": number}).fetchall()
+    if not rows:
+        return _added_later(conn, version_id, number, day) if rebuild else None
+    row = (pick or in_force_wording)(rows, day)
+    found = ArticleOnDay(**{**row, "heading_path": list(row["heading_path"] or [])})
+    found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
+                       "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
+    found.timeline = legal_time.timeline(conn, version_id, number)
+    found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
+    # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in force
+    # by then that it determines; the official text one step away.
+    found.changes = amendments.changes_after(conn, version_id, number, day)
+    rebuilt = amendments.rebuilt(found.text, found.changes) if rebuild else None
+    if rebuilt is not None:
+        found.official, found.official_text, found.text = False, found.text, rebuilt
+    return found
+
+
+def _added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> ArticleOnDay | None:
     """An article the text lacks that a stored act added after it, in force by ``day`` ("po art. 5 dodaje się
     art. 5a …"): its wording rebuilt from that act (and the later changes to it), never an official text."""
     changes = amendments.changes_after(conn, version_id, number, day)
@@ -82,39 +160,49 @@ def added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.
     if add is None:
         return None
     add["applied"] = True
-    later = [c for c in changes if c is not add]
-    text = amendments.rebuilt(add["text"], later) or add["text"]
+    text = amendments.rebuilt(add["text"], [c for c in changes if c is not add]) or add["text"]
     row = conn.cursor(row_factory=dict_row).execute(
         "SELECT v.eli, a.title AS act_title, v.version_no, v.valid_from, v.version_id, v.base_eli, "
         "(SELECT min(n.valid_from) FROM act_versions n WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) "
         "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)).fetchone()
-    cur = currency.for_acts(conn, [row["eli"]], day).get(row["eli"])
-    return {**row, "article": number, "heading_path": [], "repealed": False, "text": text, "article_id": None,
-            "wording": 0, "in_force_from": add["in_force_from"], "in_force_until": None, "in_force_undetermined": None,
-            "in_force_basis": "other_act", "in_force": True, "wordings": [],
-            "timeline": [{"from": add["in_force_from"], "until": None, "kind": "added", "unit": "",
-                          "source": {"act": add["act"], "unit": add["unit"]}, "text": add["instruction"],
-                          "determined": True, "wording": 0}],
-            "units_not_in_force": [], "currency": cur.to_dict() if cur else None, "changes": changes,
-            "official": False, "official_text": None}
+    return ArticleOnDay(
+        **row, article=number, heading_path=[], repealed=False, text=text, article_id=None, wording=0,
+        in_force_from=add["in_force_from"], in_force_until=None, in_force_undetermined=None,
+        in_force_basis="other_act", in_force=True,
+        timeline=[{"from": add["in_force_from"], "until": None, "kind": "added", "unit": "",
+                   "source": {"act": add["act"], "unit": add["unit"]}, "text": add["instruction"],
+                   "determined": True, "wording": 0}],
+        official=False, changes=changes)
 
 
-def wording_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.date, text: str, *,
-               rebuild: bool = True) -> dict:
-    """Art. ``number`` on ``day`` from ``text``, its official wording in the stored text ``version_id``: the
-    stored changes after that text ({text, official, official_text, changes}), the wording rebuilt from those
-    in force by ``day`` where they determine it (``official`` false, the official text in ``official_text``).
-    ``rebuild`` false: the official text, the changes told beside it. What `show` and `diff` both read."""
-    changes = amendments.changes_after(conn, version_id, number, day)
-    rebuilt = amendments.rebuilt(text, changes) if rebuild else None
-    if rebuilt is None:
-        return {"text": text, "official": True, "official_text": None, "changes": changes}
-    return {"text": rebuilt, "official": False, "official_text": text, "changes": changes}
+def similar_articles(conn: psycopg.Connection, number: str, *, version_id: int | None = None,
+                     base: str | None = None) -> list[str]:
+    """The articles meant by a number whose superscript was pasted as plain digits ("1511" for 151^1,
+    "183a" for 18^3a): in the text ``version_id``, or in any stored text of the act ``base``."""
+    return [r[0] for r in conn.execute(
+        "SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
+        "WHERE (ar.version_id = %(v)s OR v.base_eli = %(b)s) AND replace(ar.article, '^', '') = %(n)s "
+        "AND ar.article LIKE '%%^%%' GROUP BY ar.article ORDER BY min(ar.ordinal), ar.article",
+        {"v": version_id, "b": base, "n": number})]
 
 
-@read_only
-def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
-                version_no: int | None = None, official: bool = False) -> dict:
+def why_missing(conn: psycopg.Connection, version_id: int, number: str, day: dt.date, *, later: bool = True) -> str:
+    """Why the text has no art. ``number`` on ``day``, as a hint after the error: the article meant (a pasted
+    superscript), or (``later``) the later stored act that adds it; "" when neither."""
+    if alike := similar_articles(conn, number, version_id=version_id):
+        return f" (did you mean art. {' or art. '.join(alike)}?)"
+    if not later:
+        return ""
+    later = next((c for c in amendments.changes_after(conn, version_id, number, day)
+                  if c["operation"] == "add" and not c["target_unit"]), None)
+    return f" (added by {later['act']} {later['unit']}, in force from {later['in_force_from'] or '?'})" if later else ""
+
+
+def find_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
+                 version_no: int | None = None, official: bool = False) -> ArticleOnDay:
+    """The article of ``act`` on ``as_of`` (None: today) from the stored text in force then, or from the
+    version ``version_no`` (its official wording); ``official``: the official wording, the changes beside it.
+    With the act's currency on ``as_of``. Raises ArticleNotFound (the act, or the article, with a hint)."""
     eli = str(parse_act_id(act))
     number = canonical_article(article)
     require_date(as_of)
@@ -129,50 +217,21 @@ def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.d
     else:
         # The act's text in force on the date: among all versions of its base act.
         version_id = _version_as_of(conn, eli, as_of)
-    rows = conn.cursor(row_factory=dict_row).execute(
-        """
-        SELECT v.eli, a.title AS act_title, ar.article, ar.heading_path, ar.repealed, ar.text, v.version_no,
-               v.valid_from,
-               -- valid_to: the date a newer stored text of the same act takes over (NULL: none stored yet)
-               (SELECT min(n.valid_from) FROM act_versions n
-                WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) AS valid_to,
-               v.version_id, v.base_eli,  -- for what is read with it (its legal context)
-               ar.article_id, ar.wording, t.in_force_from, t.in_force_until, t.undetermined AS in_force_undetermined,
-               t.basis AS in_force_basis,
-               CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %s) END AS in_force
-        FROM articles ar JOIN act_versions v USING (version_id) JOIN acts a ON a.eli = v.eli
-        LEFT JOIN article_times t USING (article_id)
-        WHERE ar.version_id = %s AND ar.article = %s
-        ORDER BY ar.ordinal
-        """,
-        (day := as_of or clock.today(), version_id, number),
-    ).fetchall()
-    if not rows and not official and version_no is None and (added := added_later(conn, version_id, number, day)):
-        return added
-    if not rows:
-        # A superscript copied from a PDF arrives as trailing digits: "1511" for 151^1.
-        alike = [r[0] for r in conn.execute(
-            "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
-            "AND article LIKE '%%^%%' ORDER BY ordinal", (version_id, number))]
-        hint = f" (did you mean art. {' or art. '.join(alike)}?)" if alike else ""
-        if not hint and version_no is None:  # added by a stored act, later than the date asked
-            later = next((c for c in amendments.changes_after(conn, version_id, number, day)
-                          if c["operation"] == "add" and not c["target_unit"]), None)
-            hint = f" (added by {later['act']} {later['unit']}, in force from {later['in_force_from'] or '?'})" \
-                if later else ""
-        raise ArticleNotFound(f"{eli} has no art. {number} in the selected text{hint}")
-    row = in_force_wording(rows, day)
-    row["wordings"] = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
-                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
-    row["timeline"] = legal_time.timeline(conn, version_id, number)
-    row["units_not_in_force"] = legal_time.units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
-    # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in
-    # force by then that it determines (wording_on); the official text one step away. A picked version
-    # (--version) or official=True gives the official text alone.
-    row.update(wording_on(conn, version_id, number, day, row["text"], rebuild=version_no is None and not official))
-    cur = currency.for_acts(conn, [row["eli"]], as_of).get(row["eli"])
-    row["currency"] = cur.to_dict() if cur else None
-    return row
+    day = as_of or clock.today()
+    found = article_on(conn, version_id, number, day, rebuild=version_no is None and not official)
+    if found is None:
+        raise ArticleNotFound(f"{eli} has no art. {number} in the selected text"
+                              + why_missing(conn, version_id, number, day, later=version_no is None))
+    cur = currency.for_acts(conn, [found.eli], as_of).get(found.eli)
+    found.currency = cur.to_dict() if cur else None
+    return found
+
+
+@read_only
+def get_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
+                version_no: int | None = None, official: bool = False) -> dict:
+    """:func:`find_article` as a dict (the Python API's stage function; `show --json`'s keys)."""
+    return find_article(conn, act, article, as_of=as_of, version_no=version_no, official=official).to_dict()
 
 
 def in_force_wording(rows: list[dict], day: dt.date) -> dict:

@@ -25,10 +25,8 @@ from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
 from pipeline.sources.record import short_title
-from pipeline.storage import amendments
-from pipeline.storage.articles import added_later, in_force_wording, require_date
+from pipeline.storage.articles import article_on, require_date, similar_articles
 from pipeline.storage.db import read_only
-from pipeline.storage.legal_time import units_not_in_force
 
 OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
     "ok", "not_found", "not_in_force", "undetermined", "act_not_stored", "ambiguous")
@@ -204,10 +202,7 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
             last = conn.execute("SELECT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
                                 "WHERE v.base_eli = %s ORDER BY v.version_no DESC, ar.ordinal DESC LIMIT 1",
                                 (base,)).fetchone()
-            alike = [r[0] for r in conn.execute(
-                "SELECT DISTINCT ar.article FROM articles ar JOIN act_versions v USING (version_id) "
-                "WHERE v.base_eli = %s AND replace(ar.article, '^', '') = %s AND ar.article LIKE '%%^%%'",
-                (base, c.article))]
+            alike = similar_articles(conn, c.article, base=base)
             out.update(status=NOT_FOUND, act=base, text=earliest[0] if earliest else None,
                        why=f"no stored text of {base} has art. {c.article}"
                            + (f" (did you mean art. {' or art. '.join(alike)}?)" if alike else
@@ -218,42 +213,25 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
                        + (f" (the earliest from {earliest[1]})" if earliest and earliest[1] else ""))
         return out
     out.update(act=base, text=version["eli"], version_no=version["version_no"], valid_from=version["valid_from"])
-    rows = conn.cursor(row_factory=dict_row).execute(
-        "SELECT ar.article_id, ar.text, ar.repealed, ar.wording, t.in_force_from, t.in_force_until, t.undetermined, "
-        "CASE WHEN ar.repealed THEN false ELSE in_force_on(t.in_force_from, t.in_force_until, %s) END AS in_force "
-        "FROM articles ar LEFT JOIN article_times t USING (article_id) WHERE ar.version_id = %s AND ar.article = %s "
-        "ORDER BY ar.ordinal", (day, version["version_id"], c.article)).fetchall()
-    rebuilt_from = None  # the changes the wording checked was rebuilt from (revision 0011; storage.amendments)
-    if not rows and (added := added_later(conn, version["version_id"], c.article, day)) is not None:
-        # An article a stored act added after the text, in force by the day: as `pipeline show` gives it.
-        rows = [{"article_id": None, "text": added["text"], "repealed": False, "wording": 0, "undetermined": None,
-                 "in_force_from": added["in_force_from"], "in_force_until": None, "in_force": True}]
-        rebuilt_from = added["changes"]
-    if not rows:
+    # The article on the day as `pipeline show` gives it: the wording in force, rebuilt from the stored changes in
+    # force by then where they determine it (never an official text), or added by a later stored act.
+    found = article_on(conn, version["version_id"], c.article, day)
+    if found is None:
         last = conn.execute("SELECT article FROM articles WHERE version_id = %s ORDER BY ordinal DESC LIMIT 1",
                             (version["version_id"],)).fetchone()
         # A superscript pasted as a plain digit ("183a" for 18^3a): the article meant.
-        alike = [r[0] for r in conn.execute(
-            "SELECT article FROM articles WHERE version_id = %s AND replace(article, '^', '') = %s "
-            "AND article LIKE '%%^%%' ORDER BY ordinal", (version["version_id"], c.article))]
+        alike = similar_articles(conn, c.article, version_id=version["version_id"])
         out.update(status=NOT_FOUND, why=f"{version['eli']} has no art. {c.article}"
                    + (f" (did you mean art. {' or art. '.join(alike)}?)" if alike else
                       f" (its last article is art. {last[0]})" if last else ""))
         return out
-    row = in_force_wording(rows, day)
-    out.update(in_force_from=row["in_force_from"], in_force_until=row["in_force_until"])
-    wording = row["text"]
-    if rebuilt_from is None:
-        # The wording on the day: the text with the stored changes in force by then that set, add or repeal whole
-        # units, as `pipeline show` gives it; never an official text.
-        changes = amendments.changes_after(conn, version["version_id"], c.article, day)
-        if (rebuilt := amendments.rebuilt(wording, changes)) is not None:
-            wording, rebuilt_from = rebuilt, changes
-    if rebuilt_from is not None:
-        by = sorted({f"{ch['act']} {ch['unit']}" for ch in rebuilt_from if ch["applied"]})
+    out.update(in_force_from=found.in_force_from, in_force_until=found.in_force_until)
+    wording = found.text
+    if not found.official:
+        by = sorted({f"{ch['act']} {ch['unit']}" for ch in found.changes if ch["applied"]})
         out["note"] = "; ".join(filter(None, (out["note"], "checked against the wording rebuilt from later changes "
                                                          f"({', '.join(by)}), not an official text")))
-    if row["repealed"]:  # "Art. 96. (uchylony)": whichever unit is cited, the article is gone
+    if found.repealed:  # "Art. 96. (uchylony)": whichever unit is cited, the article is gone
         out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
         out.update(status=NOT_IN_FORCE, why=f"art. {c.article} is repealed (uchylony) in {version['eli']}")
         return out
@@ -266,28 +244,26 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
             return out
         wording = "\n".join(held)
     out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
-    if row["repealed"] or (c.unit and re.search(r"\((?:uchylon\w*|utracił\w* moc)\)\s*\.?\s*$", wording)):
-        out.update(status=NOT_IN_FORCE, why=f"art. {c.article}{' ' + c.unit if c.unit else ''} is repealed "
-                                            f"(uchylony) in {version['eli']}")
+    if c.unit and re.search(r"\((?:uchylon\w*|utracił\w* moc)\)\s*\.?\s*$", wording):
+        out.update(status=NOT_IN_FORCE, why=f"art. {c.article} {c.unit} is repealed (uchylony) in {version['eli']}")
         return out
-    if row["in_force"] is False:
-        start, end = row["in_force_from"], row["in_force_until"]
+    if found.in_force is False:
+        start, end = found.in_force_from, found.in_force_until
         why = (f"in force only until {end - dt.timedelta(days=1)}" if end is not None and day >= end
                else f"in force from {start}")
         out.update(status=NOT_IN_FORCE, why=f"art. {c.article} of {version['eli']} is not in force on {day}: {why}")
         return out
     if c.unit:
-        out_units = units_not_in_force(conn, [row["article_id"]], day).get(row["article_id"], [])
-        hit = next((u for u in out_units if units.within(c.unit, u["unit"])), None)
+        hit = next((u for u in found.units_not_in_force if units.within(c.unit, u["unit"])), None)
         if hit is not None:
             out.update(status=NOT_IN_FORCE, why=hit["note"])
             return out
-    if row["in_force"] is None:
+    if found.in_force is None:
         # A clause of the act is quoted; what is missing (this module's own words) is said plainly.
-        missing = row["undetermined"] and row["undetermined"].startswith("the ")
+        undetermined = found.in_force_undetermined
+        missing = undetermined and undetermined.startswith("the ")
         out.update(status=UNDETERMINED, why="the texts do not determine when it is in force"
-                   + (f": {row['undetermined']}" if missing else
-                      f": „{row['undetermined']}”" if row["undetermined"] else ""))
+                   + (f": {undetermined}" if missing else f": „{undetermined}”" if undetermined else ""))
         return out
     out["status"] = OK
     return out

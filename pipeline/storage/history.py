@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+from collections.abc import Callable
 import re
 
 import psycopg
-from psycopg.rows import dict_row
 
 from pipeline.core import clock
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import ArticleNotFound
 from pipeline.core.numbering import canonical_article
-from pipeline.storage.articles import BASE_OF, added_later, require_acts, require_date, wording_on
+from pipeline.storage.articles import BASE_OF, ArticleOnDay, article_on, require_acts, require_date
 from pipeline.storage.db import read_only
 
 _TOKEN = re.compile(r"\s+|[^\s]+")
@@ -56,36 +56,24 @@ def _in_force(texts: list[tuple], on: dt.date) -> tuple | None:
     return dated[-1] if dated else None
 
 
-def _wordings(conn: psycopg.Connection, version_id: int, number: str) -> list[dict]:
-    """The article's wordings in one stored text (two where a consolidated text prints two), in order."""
-    return conn.cursor(row_factory=dict_row).execute(
-        "SELECT ar.wording, ar.text, t.in_force_from, t.in_force_until FROM articles ar "
-        "LEFT JOIN article_times t USING (article_id) WHERE ar.version_id = %s AND ar.article = %s ORDER BY ar.ordinal",
-        (version_id, number)).fetchall()
+def _newest(rows: list[dict], day: dt.date) -> dict:
+    """The newest wording a text prints (the later of two): what `diff` without ``--to`` compares."""
+    return rows[-1]
 
 
-def _wording_on(rows: list[dict], day: dt.date | None) -> dict | None:
-    """Of a text's wordings of an article, the one in force on ``day`` (None: the last printed, the newest)."""
-    if not rows:
-        return None
+def _on(conn: psycopg.Connection, text: tuple, number: str, day: dt.date | None, *,
+        pick: Callable[[list[dict], dt.date], dict] | None = None, rebuild: bool = True) -> ArticleOnDay | None:
+    """The article in ``text`` on ``day`` as `show --as-of` gives it (articles.article_on: the wording in force,
+    rebuilt with the stored changes in force by then where they determine it, or added by a stored act);
+    ``day`` None: the newest wording the text prints, with the changes in force today. None: not there."""
     if day is None:
-        return rows[-1]
-    current = [r for r in rows if (r["in_force_from"] is None or r["in_force_from"] <= day)
-               and (r["in_force_until"] is None or day < r["in_force_until"])]
-    return current[0] if current else rows[0]
+        return article_on(conn, text[0], number, clock.today(), pick=pick or _newest, rebuild=rebuild)
+    return article_on(conn, text[0], number, day, pick=pick, rebuild=rebuild)
 
 
-def _on(conn: psycopg.Connection, text: tuple, number: str, wording: dict | None, day: dt.date) -> dict | None:
-    """The article on ``day`` from ``wording``, its official wording in ``text`` (None: the text lacks it), as
-    `show --as-of` gives it: rebuilt with the stored changes in force by ``day`` where they determine it
-    (articles.wording_on), or added by a stored act (articles.added_later). None: not there on that day."""
-    if wording is not None:
-        return wording_on(conn, text[0], number, day, wording["text"])
-    return added_later(conn, text[0], number, day)
-
-
-def _official(wording: dict | None) -> dict | None:
-    return None if wording is None else {"text": wording["text"], "official": True, "changes": []}
+def _printed(found: ArticleOnDay) -> int:
+    """Which of the text's printed wordings of the article ``found`` is (0: the first)."""
+    return [w["wording"] for w in found.wordings].index(found.wording) if found.wordings else 0
 
 
 @read_only
@@ -111,23 +99,23 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
     if newer is None:
         raise ArticleNotFound(f"{eli}: no stored text is in force on {to_date} (the earliest is {texts[0][1]}, "
                               f"from {texts[0][3]})")
-    new_rows = _wordings(conn, newer[0], number)
-    new = _wording_on(new_rows, to_date)
-    new_got = _on(conn, newer, number, new, to_date or clock.today())
+    new = _on(conn, newer, number, to_date)
     if from_date:
         older = _in_force(texts, from_date)
         if older is None:
             raise ArticleNotFound(f"{eli}: no stored text is in force on {from_date} (the earliest is {texts[0][1]}, "
                                   f"from {texts[0][3]})")
-        old = _wording_on(_wordings(conn, older[0], number), from_date)
-        old_got = _on(conn, older, number, old, from_date)
-    elif new_got is not None and not new_got["official"]:  # rebuilt: against the day before its newest change
-        newest = max(c["in_force_from"] for c in new_got["changes"] if c["applied"])
-        older, old = newer, new
-        old_got = _on(conn, newer, number, new, newest - dt.timedelta(days=1))
-    elif new is not None and new_rows.index(new) > 0:  # the later of two wordings: against the first
-        older, old = newer, new_rows[new_rows.index(new) - 1]
-        old_got = _official(old)
+        old = _on(conn, older, number, from_date)
+    elif new is not None and not new.official:  # rebuilt: against the day before its newest change
+        newest = max(c["in_force_from"] for c in new.changes if c["applied"])
+        older = newer
+        same = new.wording
+        old = _on(conn, newer, number, newest - dt.timedelta(days=1),
+                  pick=lambda rows, _day: next(r for r in rows if r["wording"] == same))
+    elif new is not None and _printed(new) > 0:  # the later of two wordings: against the first
+        older, before_it = newer, new.wordings[_printed(new) - 1]["wording"]
+        old = _on(conn, newer, number, to_date, rebuild=False,
+                  pick=lambda rows, _day: next(r for r in rows if r["wording"] == before_it))
     else:
         before = [t for t in texts if texts.index(t) < texts.index(newer)]
         if not before:
@@ -135,13 +123,12 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
             raise ArticleNotFound(
                 f"{eli}: {only} is the earliest stored text and prints one wording of art. {number}; nothing to "
                 "compare it with: ingest an older or newer consolidated text of the act (pipeline ingest --act ID), "
-                "or give --to a later date, or --from and --to" if len(texts) > 1 or new is None or len(new_rows) < 2
+                "or give --to a later date, or --from and --to" if len(texts) > 1 or new is None or len(new.wordings) < 2
                 else f"{eli}: give --from and --to on either side of the change")
         older = before[-1]
-        old = _wording_on(_wordings(conn, older[0], number), None)
-        old_got = _official(old)
-    old_text, new_text = (old_got or {}).get("text"), (new_got or {}).get("text")
-    if older[0] == newer[0] and (old is None or new is None or old["wording"] == new["wording"]) \
+        old = _on(conn, older, number, None, rebuild=False)
+    old_text, new_text = (old.text if old else None), (new.text if new else None)
+    if older[0] == newer[0] and (old is None or new is None or old.wording == new.wording) \
             and old_text == new_text:
         raise ArticleNotFound(f"{eli}: the same text ({newer[1]}, {newer[3]}) is in force on both dates, and no "
                               f"stored change to art. {number} between them; choose dates on either side of a change "
@@ -154,15 +141,16 @@ def diff_article(conn: psycopg.Connection, act: str, article: str, *, from_date:
     elif new_text is None:
         note = f"art. {number} is not in {newer[1]}: removed"
 
-    def side(t: tuple, w: dict | None, got: dict | None) -> dict:
+    def side(t: tuple, got: ArticleOnDay | None) -> dict:
         # official: the stored text's wording (or no wording at all); else rebuilt by the changes listed.
         applied = [{"act": c["act"], "unit": c["unit"], "in_force_from": c["in_force_from"],
                     "operation": c["operation"], "target_unit": c["target_unit"]}
-                   for c in (got or {}).get("changes", []) if c["applied"]]
-        return {"act": t[1], "version_no": t[2], "valid_from": t[3], "wording": (w or {}).get("wording", 0),
-                "in_force_from": (w or {}).get("in_force_from"), "in_force_until": (w or {}).get("in_force_until"),
-                "official": got is None or got["official"], "changes": applied}
+                   for c in (got.changes if got else []) if c["applied"]]
+        return {"act": t[1], "version_no": t[2], "valid_from": t[3], "wording": got.wording if got else 0,
+                "in_force_from": got.in_force_from if got else None,
+                "in_force_until": got.in_force_until if got else None,
+                "official": got is None or got.official, "changes": applied}
 
-    return {"act": eli, "article": number, "from": side(older, old, old_got), "to": side(newer, new, new_got),
+    return {"act": eli, "article": number, "from": side(older, old), "to": side(newer, new),
             "unchanged": old_text == new_text, "note": note,
             "ops": word_diff(old_text or "", new_text or "")}
