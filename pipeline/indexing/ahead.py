@@ -60,7 +60,7 @@ class ParseAhead:
         if future is not None:
             try:
                 future.result()
-            except Exception:  # noqa: BLE001 - the ingest loop parses it again and reports the error
+            except Exception:  # the ingest loop parses it again and reports the error
                 pass
 
     def close(self) -> None:

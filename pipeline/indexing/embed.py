@@ -27,7 +27,7 @@ from psycopg.rows import class_row
 
 from pipeline.core.lazy import lazy_module
 from pipeline.storage.db import require_no_transaction, sparsevec_literal
-from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued  # noqa: F401 (enqueue_missing: importable from here, as before)
+from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage.store import write_pieces
 

@@ -12,6 +12,8 @@ import psycopg
 
 from pipeline.storage import amendments, context, db, legal_time, rebuilt
 from pipeline.core.redact import redact_url
+from pipeline.core.errors import UsageError, one_line
+from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
 log = logging.getLogger(__name__)
@@ -24,8 +26,6 @@ INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql
                    "security.sql")  # last: it pins and hands over the functions the others made
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
-from pipeline.core.errors import UsageError, one_line
-from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 
 
 def _config(url: str):
