@@ -188,11 +188,11 @@ def drain(
             sparse = [(h, t) for h, t, _, no_sparse in rows if t is not None and no_sparse]
             if dense:
                 write_dense(conn, space.model, zip((h for h, _ in dense),
-                                                   embedder.embed_passages([t for _, t in dense])))
+                                                   embedder.embed_passages([t for _, t in dense]), strict=True))
             if sparse:
                 assert head is not None
                 write_sparse(conn, space.model, head.sparse_dimensions,
-                             zip((h for h, _ in sparse), head.embed_sparse([t for _, t in sparse])))
+                             zip((h for h, _ in sparse), head.embed_sparse([t for _, t in sparse]), strict=True))
             conn.execute(
                 "DELETE FROM embedding_queue WHERE model = %s AND content_sha256 = ANY(%s)",
                 (space.model, [h for h, *_ in rows]),

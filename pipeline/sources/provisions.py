@@ -228,7 +228,7 @@ def read(articles: list[Article]) -> list[Rule]:
     for article in articles:
         if article.repealed:
             continue
-        for unit, sentence in _sentences(article):
+        for _unit, sentence in _sentences(article):
             clause = " ".join(sentence.split())
             m = _SUBJECT.match(clause)
             if m is None and (u := _UNITS_SUBJECT.match(clause)) is not None:

@@ -230,4 +230,4 @@ def list_acts(conn: psycopg.Connection) -> list[dict]:
     ).fetchall()
     keys = ("eli", "base_eli", "title", "act_type", "status", "in_force", "version_no", "valid_from",
             "article_count", "chunk_count", "ingested_at", "versions")
-    return [dict(zip(keys, r)) for r in rows]
+    return [dict(zip(keys, r, strict=True)) for r in rows]

@@ -156,7 +156,7 @@ def _unit_lines(text: str, unit: str) -> list[str] | None:
     """The lines of ``unit`` in an article's text ("§ 1 pkt 2"); None when the article has no such unit."""
     lines = text.split("\n")
     paths = units.paths(lines, label_end(lines[0]) if lines else 0)
-    held = [line for line, path in zip(lines, paths) if units.within(path, unit)]
+    held = [line for line, path in zip(lines, paths, strict=True) if units.within(path, unit)]
     return held or None
 
 

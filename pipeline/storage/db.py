@@ -439,7 +439,7 @@ def vector_literal(vector: Sequence[float] | None) -> str | None:
 def sparsevec_literal(vector: tuple[Sequence[int], Sequence[float]], dimensions: int) -> str:
     """A sparse vector given as (indices from 0, values) in pgvector's text form ('{1:0.5,7:0.2}/16384',
     indices from 1), for `%s::sparsevec`; zero values are left out."""
-    pairs = sorted((int(i), float(v)) for i, v in zip(*vector) if v != 0)
+    pairs = sorted((int(i), float(v)) for i, v in zip(*vector, strict=True) if v != 0)
     return "{" + ",".join(f"{i + 1}:{v!r}" for i, v in pairs) + f"}}/{dimensions}"
 
 

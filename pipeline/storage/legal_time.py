@@ -215,7 +215,7 @@ def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_fr
         source_act, unit, target, start, instruction, kept = r
         if source_act in carried or (text_from is not None and start <= text_from):
             continue
-        for a, t in zip(articles, time.articles):  # what the repeal's exceptions keep stays (sources.amendments.ends)
+        for a, t in zip(articles, time.articles, strict=True):  # what the repeal's exceptions keep stays (sources.amendments.ends)
             if (target is None or a.number == target) and amendment_rules.ends(a.number, kept) \
                     and (t.in_force_until is None or start < t.in_force_until):
                 t.in_force_until = start
@@ -236,11 +236,11 @@ def _write(conn: psycopg.Connection, version_id: int, ids: list[int], time: prov
                             r.unit, r.chapter, r.scope, r.verb, r.when.kind, r.when.text, r.when.date, r.clause))
     with conn.cursor().copy("COPY article_times (article_id, version_id, in_force_from, in_force_until, undetermined, "
                             "basis) FROM STDIN") as copy:
-        for article_id, t in zip(ids, time.articles):
+        for article_id, t in zip(ids, time.articles, strict=True):
             copy.write_row((article_id, version_id, t.in_force_from, t.in_force_until, t.undetermined, t.basis))
     with conn.cursor().copy("COPY article_events (article_id, ordinal, kind, unit, from_date, until_date, determined, "
                             "partial, source_act, source_unit, text) FROM STDIN") as copy:
-        for article_id, t in zip(ids, time.articles):
+        for article_id, t in zip(ids, time.articles, strict=True):
             for i, e in enumerate(t.events, start=1):
                 copy.write_row((article_id, i, e.kind, e.unit, e.start, e.end, e.determined, e.partial, e.source_act,
                                 e.source_unit, e.text))

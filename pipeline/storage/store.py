@@ -159,7 +159,7 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
             "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
         copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], piece)
                            for ordinal, p in enumerate(articles, start=1)
-                           for c, pieces in zip(p.chunks, p.pieces) for piece in pieces))
+                           for c, pieces in zip(p.chunks, p.pieces, strict=True) for piece in pieces))
         # What each article refers to and the act's definitions (revision 0009), in the same transaction.
         context.write(conn, version_id, text.context)
         # When each article is in force (revision 0010): what only the text says, then its time worked out.

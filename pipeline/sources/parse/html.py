@@ -354,7 +354,7 @@ def _with_footnotes(text: str, notes: dict[int, str]) -> tuple[str, list[Footnot
     plain = [line for line, _ in lines]
     where = units.paths(plain, label_end(plain[0]) if plain else 0)
     found = [Footnote(n, notes.get(n, ""), unit, line=i)
-             for i, ((_, numbers), unit) in enumerate(zip(lines, where)) for n in numbers]
+             for i, ((_, numbers), unit) in enumerate(zip(lines, where, strict=True)) for n in numbers]
     return "\n".join(plain), found
 
 
