@@ -26,7 +26,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from pipeline.core.lazy import lazy_module
-from pipeline.storage.db import require_no_transaction, sparsevec_literal
+from pipeline.storage.db import one_row, require_no_transaction, sparsevec_literal
 from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage.store import write_pieces
@@ -115,7 +115,7 @@ def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -
                            "DO NOTHING RETURNING model", (model, dimensions)).fetchone()
         if new:  # the chunk texts embedded before the head was known (before revision 0008) get theirs
             enqueue_missing(conn, model)
-        registered = conn.execute("SELECT dimensions FROM sparse_models WHERE model = %s", (model,)).fetchone()[0]
+        registered = one_row(conn.execute("SELECT dimensions FROM sparse_models WHERE model = %s", (model,)))[0]
         if registered != dimensions:
             raise EmbedderError(f"model {model}'s sparse head is registered with {registered} features but the "
                                 f"embedder gives {dimensions}; use another model name (EMBED_MODEL)")

@@ -469,7 +469,7 @@ class Service:
 
 def _in_recovery(conn: psycopg.Connection) -> bool:
     """The server is a standby (replaying the primary's WAL: read-only)."""
-    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+    return bool(db.one_row(conn.execute("SELECT pg_is_in_recovery()"))[0])
 
 
 def _standby_line(url: str) -> str:

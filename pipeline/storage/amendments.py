@@ -27,6 +27,7 @@ from pipeline.sources import amendments as reader
 from pipeline.sources.amendments import Change
 from pipeline.sources.parse.model import Article
 from pipeline.sources.record import EliRecord
+from pipeline.storage.db import one_row
 
 EXTRACTOR = reader.EXTRACTOR
 
@@ -155,9 +156,9 @@ def _current_check(conn: psycopg.Connection, version_id: int):
     after its date (a consolidated text's "Nowelizacje po tekście jednolitym", a base act's "Akty zmieniające":
     EliRecord.amendments_after) up to that date, or undated, is stored: its changes are then all known. A
     record without the list says nothing, and nothing is current."""
-    eli, meta, valid_from = conn.execute(
+    eli, meta, valid_from = one_row(conn.execute(
         "SELECT v.eli, a.meta, v.valid_from FROM act_versions v JOIN acts a USING (eli) WHERE v.version_id = %s",
-        (version_id,)).fetchone()
+        (version_id,)))
     record = EliRecord.read(meta, eli)
     listed = record.amendments_after_text(valid_from)  # as ingest fetches them
     if listed is None:

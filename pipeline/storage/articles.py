@@ -9,7 +9,7 @@ from psycopg.rows import dict_row
 
 from pipeline.storage import amendments, currency, legal_time
 from pipeline.core.act_id import parse_act_id
-from pipeline.storage.db import read_only
+from pipeline.storage.db import one_row, read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
 # canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
 from pipeline.core.numbering import canonical_article
@@ -83,10 +83,10 @@ def added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.
     add["applied"] = True
     later = [c for c in changes if c is not add]
     text = amendments.rebuilt(add["text"], later) or add["text"]
-    row = conn.cursor(row_factory=dict_row).execute(
+    row = one_row(conn.cursor(row_factory=dict_row).execute(
         "SELECT v.eli, a.title AS act_title, v.version_no, v.valid_from, v.version_id, v.base_eli, "
         "(SELECT min(n.valid_from) FROM act_versions n WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) "
-        "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)).fetchone()
+        "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)))
     cur = currency.for_acts(conn, [row["eli"]], day).get(row["eli"])
     return {**row, "article": number, "heading_path": [], "repealed": False, "text": text, "article_id": None,
             "wording": 0, "in_force_from": add["in_force_from"], "in_force_until": None, "in_force_undetermined": None,
@@ -190,9 +190,9 @@ def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | No
     eli = str(parse_act_id(act))
     require_date(as_of)
     version_id = _version_as_of(conn, eli, as_of)
-    head = conn.execute(
+    head = one_row(conn.execute(
         "SELECT v.eli, a.title, v.version_no, v.valid_from FROM act_versions v JOIN acts a USING (eli) "
-        "WHERE v.version_id = %s", (version_id,)).fetchone()
+        "WHERE v.version_id = %s", (version_id,)))
     rows = conn.execute(
         "SELECT article, heading_path, repealed, length(text) FROM articles WHERE version_id = %s ORDER BY ordinal",
         (version_id,)).fetchall()
@@ -214,7 +214,7 @@ _VERSIONS = """(SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.
 def versions_of(conn: psycopg.Connection, base_act: str) -> list[dict]:
     """Every stored version of ``base_act`` (its consolidated texts' included), oldest first:
     {eli, version_no, valid_from, ingested_at}."""
-    return conn.execute(f"SELECT {_VERSIONS.format(base='%s')}", (base_act,)).fetchone()[0] or []
+    return one_row(conn.execute(f"SELECT {_VERSIONS.format(base='%s')}", (base_act,)))[0] or []
 
 
 @read_only

@@ -26,7 +26,7 @@ from pipeline.sources.citations import Citation
 from pipeline.sources.record import short_title
 from pipeline.storage import amendments
 from pipeline.storage.articles import added_later, in_force_wording, require_date
-from pipeline.storage.db import read_only
+from pipeline.storage.db import one_row, read_only
 from pipeline.storage.legal_time import units_not_in_force
 
 OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
@@ -103,8 +103,8 @@ def _one_act(conn: psycopg.Connection, found: list[dict], as_of: dt.date | None)
     newest = conn.execute("SELECT base_eli FROM versions_as_of(%s) WHERE base_eli = ANY(%s) "
                           "ORDER BY valid_from DESC NULLS LAST LIMIT 1", (as_of, bases)).fetchone()
     if newest is None:
-        newest = conn.execute("SELECT base_eli FROM act_versions WHERE base_eli = ANY(%s) "
-                              "ORDER BY valid_from NULLS LAST LIMIT 1", (bases,)).fetchone()
+        newest = one_row(conn.execute("SELECT base_eli FROM act_versions WHERE base_eli = ANY(%s) "
+                              "ORDER BY valid_from NULLS LAST LIMIT 1", (bases,)))
     return [r for r in found if r["base_eli"] == newest[0]]
 
 

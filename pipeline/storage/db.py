@@ -316,15 +316,15 @@ def replication(conn: psycopg.Connection) -> dict[str, Any]:
     has received and replayed (bytes behind), whether it streams now, and how old the last transaction
     it replayed is (grows while the primary is idle too, so read it with ``behind_bytes``). A primary:
     its standbys as pg_stat_replication shows them (lag in seconds as the primary measures it)."""
-    if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
-        received, replayed, behind, age, streaming, source = conn.execute(
+    if one_row(conn.execute("SELECT pg_is_in_recovery()"))[0]:
+        received, replayed, behind, age, streaming, source = one_row(conn.execute(
             """
             SELECT pg_last_wal_receive_lsn()::text, pg_last_wal_replay_lsn()::text,
                    pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint,
                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8,
                    (SELECT status FROM pg_stat_wal_receiver) = 'streaming',
                    (SELECT sender_host FROM pg_stat_wal_receiver)
-            """).fetchone()
+            """))
         return {"role": "standby", "received_lsn": received, "replayed_lsn": replayed,
                 "behind_bytes": int(behind or 0), "last_replay_age_s": age, "streaming": bool(streaming),
                 "primary": source}
@@ -376,6 +376,15 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
                             "postgresql://user:password@host:5432/dbname") from exc
     _register_vector(conn)
     return conn
+
+
+def one_row(cursor: psycopg.Cursor[T]) -> T:
+    """The row of a query that always returns one (an aggregate, a RETURNING, a row this transaction
+    wrote): fetchone()'s None is then a bug, said here and not as a TypeError further on."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("a query that returns a row returned none")
+    return row
 
 
 def _setting_of(url: str) -> str:

@@ -22,6 +22,7 @@ from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
 from pipeline.sources.record import EliRecord, act_name
 from pipeline.storage import rebuilt
+from pipeline.storage.db import one_row
 
 EXTRACTOR = provision_time.EXTRACTOR
 
@@ -164,8 +165,8 @@ def _elsewhere(conn: psycopg.Connection, base: str, title: str | None) -> list[E
 
 def refresh(conn: psycopg.Connection, version_id: int) -> provision_time.TextTime:
     """Work out one version's time and store it (inside the caller's transaction)."""
-    eli, base, valid_from = conn.execute("SELECT eli, base_eli, valid_from FROM act_versions WHERE version_id = %s",
-                                         (version_id,)).fetchone()
+    eli, base, valid_from = one_row(conn.execute("SELECT eli, base_eli, valid_from FROM act_versions WHERE version_id = %s",
+                                         (version_id,)))
     sources = conn.execute("SELECT printed_date, record_from, consolidated FROM version_times WHERE version_id = %s",
                            (version_id,)).fetchone()
     if sources is None:  # stored before revision 0010: only its articles' text is known

@@ -26,6 +26,7 @@ from pipeline.sources import amendments as reader
 from pipeline.sources import chunk as chunking
 from pipeline.sources.parse.model import Article
 from pipeline.storage import amendments
+from pipeline.storage.db import one_row
 from pipeline.storage.queue import enqueue_missing
 
 # Which rules rebuilt a text's wordings: the instructions' reader and this module's periods.
@@ -85,10 +86,10 @@ def refresh(conn: psycopg.Connection, version_id: int) -> int:
         conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))  # their chunks cascade
         sizes = settings()
         for article_id, number, headings, repealed, start, until, wording, applied in wanted:
-            rebuilt_id = conn.execute(
+            rebuilt_id = one_row(conn.execute(
                 "INSERT INTO rebuilt_articles (article_id, version_id, article, in_force_from, in_force_until, "
                 "text, rebuilt_from) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING rebuilt_id",
-                (article_id, version_id, number, start, until, wording, Jsonb(applied))).fetchone()[0]
+                (article_id, version_id, number, start, until, wording, Jsonb(applied))))[0]
             _write_chunks(conn, version_id, article_id, rebuilt_id,
                           Article(number, wording, list(headings or []), repealed), title[0] or "",
                           sizes.chunk_chars, sizes.chunk_overlap)
