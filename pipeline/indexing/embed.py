@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.rows import class_row
@@ -31,7 +32,10 @@ from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage.store import write_pieces
 
-np = lazy_module("numpy")
+if TYPE_CHECKING:  # the module itself, for its types
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import psycopg
@@ -114,7 +114,7 @@ class QueryVectors:
     server embeds a question with no database connection held."""
 
     model: str | None
-    dense: Sequence[float] | None = None
+    dense: Iterable[float] | None = None  # an embedder's vector (numpy)
     sparse: str | None = None  # a sparsevec literal
     cut_to: int | None = None  # the question was cut to this many characters: what the model reads
 

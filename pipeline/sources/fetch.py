@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 
 from pipeline.core import __version__
@@ -32,7 +32,10 @@ from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import looks_like_pdf
 from pipeline.sources.record import EliRecord
 
-httpx = lazy_module("httpx")
+if TYPE_CHECKING:  # the module itself, for its types
+    import httpx
+else:
+    httpx = lazy_module("httpx")
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # No project address in it: the one that stood here was a placeholder that led nowhere.

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -437,7 +437,7 @@ def read_only(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def vector_literal(vector: Sequence[float] | None) -> str | None:
+def vector_literal(vector: Iterable[float] | None) -> str | None:
     """A query vector as pgvector's text form ('[0.1,0.2]'), for `%s::vector`: works on any
     connection, not only one with pgvector's adapters registered (a service's own pool)."""
     if vector is None:
@@ -445,7 +445,7 @@ def vector_literal(vector: Sequence[float] | None) -> str | None:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def sparsevec_literal(vector: tuple[Sequence[int], Sequence[float]], dimensions: int) -> str:
+def sparsevec_literal(vector: tuple[Iterable[int], Iterable[float]], dimensions: int) -> str:
     """A sparse vector given as (indices from 0, values) in pgvector's text form ('{1:0.5,7:0.2}/16384',
     indices from 1), for `%s::sparsevec`; zero values are left out."""
     pairs = sorted((int(i), float(v)) for i, v in zip(*vector, strict=True) if v != 0)
