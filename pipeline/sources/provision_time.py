@@ -320,7 +320,7 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
     if end is not None and day >= end:
         return f"obowiązywał do {_day_before(end)}"
     if start is None:  # a clause of the act is quoted; what is missing is said plainly
-        missing = bool(undetermined) and undetermined.startswith("the ")
+        missing = undetermined is not None and undetermined.startswith("the ")
         return "data wejścia w życie nieokreślona w tekstach" + (
             "" if not undetermined or missing else f": „{undetermined}”")
     if day < start:

@@ -16,7 +16,7 @@ import lxml.html
 from lxml import etree
 
 from pipeline.core import units
-from pipeline.core.numbering import LETTER, NUMBER, label_end, sort_key, split_range
+from pipeline.core.numbering import LETTER, NUMBER, Key, label_end, sort_key, split_range
 from pipeline.sources.parse.articles import is_repealed, split_wordings
 from pipeline.sources.parse.model import Article, Footnote, ParsedAct, ParseError, mark, take_marks
 
@@ -199,7 +199,7 @@ def _space_after_sup(tail: str) -> bool:
     if tail[0] == "§":
         return True
     m = _LETTERS.match(tail)
-    return bool(m) and (len(m.group(0)) > 2 or m.group(0).lower() in _SHORT_WORDS)
+    return m is not None and (len(m.group(0)) > 2 or m.group(0).lower() in _SHORT_WORDS)
 
 
 def inline_text(el: etree._Element, notes: dict[int, str] | None = None) -> str:
@@ -363,7 +363,7 @@ def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings
     bookmark says ``_a536``): trust the bookmark only where the printed number breaks the
     order between its neighbours and the bookmark's number fits there."""
 
-    def key(number: str) -> tuple[int, int, str] | None:
+    def key(number: str) -> Key | None:
         try:
             return sort_key(number)
         except ValueError:
@@ -436,7 +436,7 @@ def parse_html(data: bytes) -> ParsedAct:
 def _notes_outside(root: etree._Element, notes: dict[int, str], articles: list[Article]) -> list[Footnote]:
     """The footnotes of the document that no article's text marks (the title's, the announcement's)."""
     inside = {f.number for a in articles for f in a.footnotes}
-    found = {}
+    found: dict[int, str] = {}
     for el in root.iter():
         if isinstance(el.tag, str) and "gloss-link" in _classes(el):
             sup = el.find(".//sup")
