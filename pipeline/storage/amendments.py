@@ -93,16 +93,16 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
                        article: str | None = None) -> dict[str, Callable[[dt.date], list[dict]]]:
     """:func:`changes_by_day` of every article of the text ``version_id`` that a stored change targets (or of
     ``article`` alone), read in one pass: the view is asked once per text, not once per article and day."""
-    rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
-    text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
-                        (version_id,)).fetchone()
+    cursor = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
+    text = cursor.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
+                          (version_id,)).fetchone()
     if text is None:
         return {}
     base, valid_from = text
     # The acts whose changes the text already carries: its footnotes name them (revision 0010).
     # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
     # act repeals whole, and that act is no footnote of the text.)
-    carried = {r[0] for r in rows.execute(
+    carried = {r[0] for r in cursor.execute(
         "SELECT DISTINCT e.source_act FROM article_events e JOIN articles a USING (article_id) "
         "WHERE a.version_id = %s AND e.source_act IS NOT NULL AND NOT EXISTS ("
         "  SELECT 1 FROM amendment_changes c WHERE c.source_act = e.source_act AND e.kind = 'repealed' "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -167,7 +168,7 @@ def _top_units(text: str) -> list[str]:
 
 
 def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
-    out = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
+    out: dict[str, Any] = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
            "article": c.article, "unit": c.unit, "status": None, "why": None, "note": None, "text": None,
            "version_no": None, "valid_from": None, "checked_as_of": day, "in_force_from": None,
            "in_force_until": None, "sha256": None, "candidates": [], "ingest": None}

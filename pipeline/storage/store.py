@@ -267,8 +267,8 @@ def _previous_text(conn: psycopg.Connection, base: str, eli: str, since: dt.date
 def _changes(conn: psycopg.Connection, previous_version: int,
              articles: list[PreparedArticle]) -> dict[str, list[str]]:
     """Articles added, changed (text differs) and removed relative to the previous version."""
-    old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s ORDER BY ordinal",
-                            (previous_version,)).fetchall())
+    old: dict[str, str] = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s "
+                                            "ORDER BY ordinal", (previous_version,)).fetchall())
     new = {p.article.number: p.text_sha256 for p in articles}
     return {
         "added": [n for n in new if n not in old],
