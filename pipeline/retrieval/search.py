@@ -293,7 +293,7 @@ def check_search(query: object, embedder: Embedder | None, *, k: object, mode: s
     require_date(as_of)
     if mode != "text" and embedder is None:
         raise UsageError(f"{mode} search needs an embedder")
-    if mode == "sparse" and sparse_arm(embedder, mode) is None:
+    if mode == "sparse" and embedder is not None and sparse_arm(embedder, mode) is None:
         raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
 
 
@@ -401,11 +401,12 @@ def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | No
 def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
     """Attach to each hit the units of its article that are not the law on ``as_of`` (None: today): not
     yet in force, in a wording that starts later, ended (pipeline.storage.legal_time.units_not_in_force)."""
-    article_ids = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
-                                    ([h.chunk_id for h in hits],)).fetchall())
+    article_ids: dict[int, int] = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
+                                                    ([h.chunk_id for h in hits],)).fetchall())
     units = units_not_in_force(conn, list(set(article_ids.values())), as_of or dt.date.today())
     for h in hits:
-        h.units_not_in_force = units.get(article_ids.get(h.chunk_id), [])
+        article_id = article_ids.get(h.chunk_id)
+        h.units_not_in_force = units.get(article_id, []) if article_id is not None else []
     return hits
 
 
@@ -416,6 +417,7 @@ def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | No
     try:
         # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
         return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
-                      acts=acts if isinstance(acts, str) else list(acts or ()) or None, vectors=vectors)
+                      acts=acts if isinstance(acts, str) else list(acts or ()) or None,  # type: ignore[arg-type]  # see above
+                      vectors=vectors)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -7,6 +7,7 @@ import hashlib
 import logging
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 import psycopg
 
@@ -49,14 +50,14 @@ def _revisions() -> dict[str, tuple[str | None, str]]:
     holds the two equal."""
     revisions: dict[str, tuple[str | None, str]] = {}
     for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
-        names: dict[str, object] = {}
+        names: dict[str, Any] = {}  # what literal_eval read
         module = ast.parse(path.read_text(encoding="utf-8"))
         for node in module.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if node.targets[0].id in ("revision", "down_revision"):
                     names[node.targets[0].id] = ast.literal_eval(node.value)
         if isinstance(names.get("revision"), str):
-            revisions[names["revision"]] = (names.get("down_revision"),  # type: ignore[index,assignment]
+            revisions[names["revision"]] = (names.get("down_revision"),
                                             (ast.get_docstring(module) or "").split("\n", 1)[0])
     return revisions
 

@@ -121,7 +121,7 @@ class _Renderer:
             return
         tip = next((c for c in el.iter() if isinstance(c.tag, str) and "tooltip-text" in _classes(c)), None)
         text = " ".join(" ".join(_Renderer().lines_of(tip)).split()) if tip is not None else ""
-        self.notes.setdefault(int(number.group(0)), text)  # type: ignore[union-attr]
+        self.notes.setdefault(int(number.group(0)), text)  # type: ignore[union-attr]  # called only where notes are kept
         glue, stick = self.glue, self.stick
         self.attach(mark(number.group(0)))
         self.glue, self.stick = glue, stick  # a mark is no text: a label's line goes on after it
@@ -374,7 +374,7 @@ def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings
         if mark is None or mark == art.number or i == 0 or i == len(articles) - 1:
             continue
         prev, cur, nxt, alt = (key(n) for n in (articles[i - 1].number, art.number, articles[i + 1].number, mark))
-        if None in (prev, cur, nxt, alt) or prev < cur < nxt or not prev < alt < nxt:  # type: ignore[operator]
+        if None in (prev, cur, nxt, alt) or prev < cur < nxt or not prev < alt < nxt:  # type: ignore[operator]  # None: out
             continue
         warnings.append(f"art. {art.number} printed over art. {mark} (by its bookmark): numbered {mark}")
         art.text = f"Art. {mark}." + art.text[len(f"Art. {art.number}.") :]
