@@ -259,7 +259,7 @@ def generate(
                 if parts[0]:
                     emit(parts[0])
     except _CallerFailed as failed:
-        raise failed.__cause__  # type: ignore[misc]
+        raise failed.__cause__  # type: ignore[misc]  # noqa: B904 - never None: the caller's error, as it is
     except Exception as exc:
         error = _explain(exc, config)  # an AnswerError passes through as it is
         if parts:  # the stream broke off: what arrived (and was printed) is not the whole answer

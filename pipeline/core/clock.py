@@ -23,4 +23,4 @@ def legal_day(at: dt.datetime) -> dt.date:
 
 def today() -> dt.date:
     """Today's date in Europe/Warsaw: the day whose law is "the law today"."""
-    return legal_day(dt.datetime.now(dt.timezone.utc))
+    return legal_day(dt.datetime.now(dt.UTC))

@@ -47,7 +47,7 @@ def parse_date(text: str) -> dt.date | None:
     return date_of(m) if m else None
 
 
-def date_of(m: re.Match) -> dt.date | None:
+def date_of(m: re.Match[str]) -> dt.date | None:
     """The date a match of :data:`DATE` names (its groups day, month, year)."""
     try:
         return dt.date(int(m.group("year")), MONTHS.index(m.group("month").lower()) + 1, int(m.group("day")))

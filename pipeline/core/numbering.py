@@ -136,7 +136,10 @@ def check_sequence(numbers: list[str]) -> list[str]:
 
 def _fmt(key: Key) -> str:
     base, letter, sup, suffix = key
-    spell = lambda idx: "".join(_ALPHABET[i] for i in idx)
+
+    def spell(idx: tuple[int, ...]) -> str:
+        return "".join(_ALPHABET[i] for i in idx)
+
     return f"{base}{spell(letter)}" + (f"^{sup}" if sup else "") + spell(suffix)
 
 

@@ -22,7 +22,7 @@ def is_transient(status: int) -> bool:
 
 def delay(attempt: int, backoff: float, *, retry_after: float | None = None, max_delay: float = MAX_DELAY) -> float:
     """Seconds to wait before try number ``attempt + 1`` (``attempt`` ≥ 1 tries made so far)."""
-    wait = min(max_delay, backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    wait = min(max_delay, backoff * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
     if retry_after is not None:
         wait = max(wait, min(retry_after, max_delay))
     return wait

@@ -83,11 +83,12 @@ def fit_query(embedder: Embedder, question: str, suffix: str = "") -> str:
     if spec is None or spec.max_tokens is None:
         return question
     counter = getattr(embedder, "token_count", None)
+    max_tokens, prefix = spec.max_tokens, spec.query_prefix  # as checked above (a closure forgets it)
 
     def fits(text: str) -> bool:
         if counter is not None:
-            return counter(text + suffix) <= spec.max_tokens
-        return len(spec.query_prefix + text + suffix) <= spec.max_tokens * CHARS_PER_TOKEN_ESTIMATE
+            return counter(text + suffix) <= max_tokens
+        return len(prefix + text + suffix) <= max_tokens * CHARS_PER_TOKEN_ESTIMATE
 
     if fits(question):
         return question

@@ -9,7 +9,7 @@ and full control of extra fields such as ``input_type``.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core import retry
 from pipeline.core.errors import EmbedderError
@@ -17,8 +17,12 @@ from pipeline.core.lazy import lazy_module
 from pipeline.core.redact import redact_url
 from pipeline.embedders.models import model_spec
 
-np = lazy_module("numpy")
-httpx = lazy_module("httpx")
+if TYPE_CHECKING:  # the modules themselves, for their types
+    import httpx
+    import numpy as np
+else:
+    np = lazy_module("numpy")
+    httpx = lazy_module("httpx")
 
 
 def _normalize(vectors: np.ndarray) -> np.ndarray:

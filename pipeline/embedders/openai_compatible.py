@@ -46,7 +46,7 @@ class OpenAIEmbedder(HTTPEmbedder):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     @property
-    def _client_prefixes(self) -> bool:  # type: ignore[override]
+    def _client_prefixes(self) -> bool:  # type: ignore[override]  # the base's class attribute, only ever read
         return not self._uses_input_type()
 
     def _uses_input_type(self) -> bool:

@@ -44,7 +44,7 @@ def _parse_into_cache(root: str, act: str, require_sums: bool) -> None:
 class ParseAhead:
     """Workers parsing ``acts`` read from the archive ``root``; ``wait(act)`` before ingesting it."""
 
-    def __init__(self, root: Path, acts: Sequence[str], jobs: int, *, require_sums: bool = False) -> None:
+    def __init__(self, root: Path | None, acts: Sequence[str], jobs: int, *, require_sums: bool = False) -> None:
         self._futures: dict[str, cf.Future] = {}
         self._pool: cf.ProcessPoolExecutor | None = None
         if jobs < 2 or len(acts) < 2 or parse_cache.cache_dir() is None:
@@ -60,7 +60,7 @@ class ParseAhead:
         if future is not None:
             try:
                 future.result()
-            except Exception:  # noqa: BLE001 - the ingest loop parses it again and reports the error
+            except Exception:  # the ingest loop parses it again and reports the error
                 pass
 
     def close(self) -> None:

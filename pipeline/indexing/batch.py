@@ -158,7 +158,7 @@ def ingest_many(ingestion: Ingestion, todo: IngestPlan, *, embedder: Embedder | 
         _embed(ingestion, results, embedder, events)
     conn = ingestion.conn
     # What `pipeline embed` has left to do: other acts' texts, or, with --no-embed, this run's too.
-    waiting = queued(conn, ingestion.model)
+    waiting = queued(conn, ingestion.model) if ingestion.model is not None else 0
     conn.rollback()
     for r in todo.skipped:
         events.finished(r)

@@ -21,17 +21,21 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.rows import class_row
 
 from pipeline.core.lazy import lazy_module
-from pipeline.storage.db import require_no_transaction, sparsevec_literal
-from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued  # noqa: F401 (enqueue_missing: importable from here, as before)
+from pipeline.storage.db import one_row, require_no_transaction, sparsevec_literal
+from pipeline.storage.queue import OF_VERSIONS, enqueue_missing, queued
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
 from pipeline.storage.store import write_pieces
 
-np = lazy_module("numpy")
+if TYPE_CHECKING:  # the module itself, for its types
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 # Given the number of texts about to be embedded and the model, a progress display as a context
 # manager whose value takes how many more texts are done (the CLI's progress bar).
@@ -115,7 +119,7 @@ def ensure_sparse_space(conn: psycopg.Connection, model: str, dimensions: int) -
                            "DO NOTHING RETURNING model", (model, dimensions)).fetchone()
         if new:  # the chunk texts embedded before the head was known (before revision 0008) get theirs
             enqueue_missing(conn, model)
-        registered = conn.execute("SELECT dimensions FROM sparse_models WHERE model = %s", (model,)).fetchone()[0]
+        registered = one_row(conn.execute("SELECT dimensions FROM sparse_models WHERE model = %s", (model,)))[0]
         if registered != dimensions:
             raise EmbedderError(f"model {model}'s sparse head is registered with {registered} features but the "
                                 f"embedder gives {dimensions}; use another model name (EMBED_MODEL)")
@@ -188,11 +192,11 @@ def drain(
             sparse = [(h, t) for h, t, _, no_sparse in rows if t is not None and no_sparse]
             if dense:
                 write_dense(conn, space.model, zip((h for h, _ in dense),
-                                                   embedder.embed_passages([t for _, t in dense])))
+                                                   embedder.embed_passages([t for _, t in dense]), strict=True))
             if sparse:
                 assert head is not None
                 write_sparse(conn, space.model, head.sparse_dimensions,
-                             zip((h for h, _ in sparse), head.embed_sparse([t for _, t in sparse])))
+                             zip((h for h, _ in sparse), head.embed_sparse([t for _, t in sparse]), strict=True))
             conn.execute(
                 "DELETE FROM embedding_queue WHERE model = %s AND content_sha256 = ANY(%s)",
                 (space.model, [h for h, *_ in rows]),

@@ -204,7 +204,7 @@ def mark_stored(conn: psycopg.Connection, acts: list[ActFound]) -> None:
         return
     rows = conn.execute("SELECT base_eli, eli FROM current_versions WHERE base_eli = ANY(%s)",
                         ([a.act for a in acts],)).fetchall()
-    current = dict(rows)
+    current: dict[str, str] = dict(rows)
     for a in acts:
         a.stored, a.stored_act = a.act in current, current.get(a.act)
 

@@ -29,6 +29,7 @@ from pipeline.sources.fetch import FetchError, fetch_act, parse_act_id
 from pipeline.sources.parse import ParseError
 from pipeline.sources.record import EliRecord
 from pipeline.storage import currency, store
+from pipeline.storage.db import one_row
 
 __all__ = ["SyncBusy", "SyncReport", "SyncResult", "embed_new_versions", "sync"]
 
@@ -148,10 +149,10 @@ def _start(conn: psycopg.Connection, restart: bool) -> tuple[int, int | None, dt
         if not restart:
             resumed = previous[0]
             since = dt.datetime.fromisoformat(previous[2]) if previous[2] else previous[1]
-    sync_id = conn.execute(
+    sync_id = one_row(conn.execute(
         "INSERT INTO sync_runs (resumes, summary, host, pid) VALUES (%s, %s, %s, %s) RETURNING sync_id",
         (resumed, Jsonb({"since": since.isoformat()} if since else {}), socket.gethostname(), os.getpid()),
-    ).fetchone()[0]
+    ))[0]
     return sync_id, resumed, since
 
 

@@ -44,7 +44,7 @@ PAGE_CHARS = 4000  # get_article's default page: a long article (art. 151^1 …)
 
 
 class SearchResult(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     query: str
     mode: str
     as_of: dt.date | None
@@ -62,7 +62,7 @@ class ArticleResult(ArticleRecord):
 
 
 class TextSide(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str
     version_no: int
     valid_from: dt.date | None
@@ -76,11 +76,11 @@ class DiffOp(TypedDict):
 # "from" is a keyword: the functional form.
 ArticleDiff = TypedDict("ArticleDiff", {"act": str, "article": str, "from": TextSide, "to": TextSide,
                                         "unchanged": bool, "note": "str | None", "ops": list[DiffOp]})
-ArticleDiff.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
+ArticleDiff.__pydantic_config__ = OPEN  # type: ignore[attr-defined]  # pydantic's setting (a functional TypedDict)
 
 
 class CheckResult(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     as_of: dt.date | None
     ok: bool  # every citation is ok (false too when the text cites nothing)
     counts: dict[str, int]  # citations per status
@@ -88,12 +88,12 @@ class CheckResult(TypedDict):
 
 
 class ActsResult(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     acts: list[ActRecord]
 
 
 class FindActsResult(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     query: dict
     source: str  # "api": the ELI API; "stored": the database
     total: int
@@ -102,14 +102,14 @@ class FindActsResult(TypedDict):
 
 
 class CitedArticle(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     citation: str
     act: str
     article: str
 
 
 class AnswerFragment(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     citation: str
     act: str
     article: str
@@ -119,7 +119,7 @@ class AnswerFragment(TypedDict):
 
 
 class AnswerResult(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     question: str
     searched: str
     answer: str
@@ -294,7 +294,7 @@ def build_server(service: Service) -> MCPServer:
     ) -> SearchResult:
         with _reported_as(ToolError):
             found = service.search(query, k=k, mode=mode, acts=acts, as_of=as_of)
-        return found.to_dict()  # type: ignore[return-value]
+        return found.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.tool(name="get_article", title="Tekst artykułu / article text", description=GET_ARTICLE_DESCRIPTION,
                  annotations=READS_STORED_LAW)
@@ -314,7 +314,7 @@ def build_server(service: Service) -> MCPServer:
         if offset and offset >= len(text):
             raise ToolError(f"offset {offset} is past the end of the article ({len(text)} characters)")
         end = min(len(text), offset + max_chars)
-        return {**found, "text": text[offset:end], "offset": offset, "total_chars": len(text),  # type: ignore[typeddict-item]
+        return {**found, "text": text[offset:end], "offset": offset, "total_chars": len(text),
                 "next_offset": end if end < len(text) else None}
 
     @server.tool(name="check_citations", title="Sprawdź cytowania / check citations", description=CHECK_DESCRIPTION,
@@ -325,7 +325,7 @@ def build_server(service: Service) -> MCPServer:
         as_of: Annotated[dt.date | None, Field(description="check against the law in force on this date (YYYY-MM-DD)")] = None,
     ) -> CheckResult:
         with _reported_as(ToolError):
-            return service.check(text, as_of=as_of).to_dict()  # type: ignore[return-value]
+            return service.check(text, as_of=as_of).to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.tool(name="compare_versions", title="Zmiany artykułu / how an article changed",
                  description=COMPARE_DESCRIPTION, annotations=READS_STORED_LAW)
@@ -336,13 +336,14 @@ def build_server(service: Service) -> MCPServer:
         to_date: Annotated[dt.date | None, Field(description="the newer text: in force on this date")] = None,
     ) -> ArticleDiff:
         with _reported_as(ToolError):
-            return service.diff(act, article, from_date=from_date, to_date=to_date)  # type: ignore[return-value]
+            return service.diff(act, article, from_date=from_date,  # type: ignore[return-value]  # the record, a plain dict
+                                to_date=to_date)
 
     @server.tool(name="list_acts", title="Akty w bazie / stored acts", description=LIST_ACTS_DESCRIPTION,
                  annotations=READS_STORED_LAW)
     def list_stored_acts() -> ActsResult:
         with _reported_as(ToolError):
-            return {"acts": service.acts()}  # type: ignore[typeddict-item]
+            return {"acts": service.acts()}  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
 
     # Read-only, but open-world: it asks the ELI API (ingesting stays an operator's command).
     @server.tool(name="find_acts", title="Znajdź akt / find acts by title", description=FIND_ACTS_DESCRIPTION,
@@ -358,7 +359,7 @@ def build_server(service: Service) -> MCPServer:
     ) -> FindActsResult:
         with _reported_as(ToolError):
             found = service.find(ActQuery(title, act_type, in_force, year), limit=limit, offline=stored)
-        return found.to_dict()  # type: ignore[return-value]
+        return found.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     if service.answer_config.configured:
         # Not idempotent (a model's answer varies) and open-world: it sends the question to the answer model.
@@ -373,13 +374,13 @@ def build_server(service: Service) -> MCPServer:
         ) -> AnswerResult:
             with _reported_as(ToolError):
                 asked = service.ask(question, k=k, acts=acts, as_of=as_of, stream=False)
-            return asked.to_dict()  # type: ignore[return-value]
+            return asked.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.resource("law://acts", name="acts", mime_type="application/json",
                      description="Akty w bazie / the stored acts (as list_acts returns them)")
     def acts_resource() -> ActsResult:
         with _reported_as(ResourceError):
-            return {"acts": service.acts()}  # type: ignore[typeddict-item]
+            return {"acts": service.acts()}  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
 
     @server.resource("law://acts/{publisher}/{year}/{position}/toc", name="table-of-contents",
                      mime_type="text/plain",

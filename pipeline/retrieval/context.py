@@ -9,6 +9,7 @@ rank order of the article that uses or cites it, each cut to ITEM_CHARS.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
@@ -42,7 +43,7 @@ def context_for(conn: psycopg.Connection, hits: list[Hit], question: str, *, bud
     if not hits or budget <= 0:
         return []
     have = {(h.act, h.article) for h in hits}
-    versions = {(h.act, h.version_no): conn.execute(
+    versions: dict[tuple[str, int | None], Any] = {(h.act, h.version_no): conn.execute(
         "SELECT version_id FROM act_versions WHERE eli = %s AND version_no = %s", (h.act, h.version_no)).fetchone()
         for h in hits if h.version_no is not None}
     definitions: list[ContextItem] = []

@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 
 from pipeline.storage.articles import canonical_article
+from pipeline.storage.db import one_row
 from pipeline.core.act_id import parse_act_id
 from pipeline.embedders import Embedder, sparse_head
 from pipeline.core.errors import EvalError
@@ -109,8 +110,8 @@ def _rank(hits: list[Hit], expect: list[tuple[str, str]]) -> int | None:
 
 def available_modes(conn: psycopg.Connection, embedder: Embedder) -> tuple[str, ...]:
     """Every mode, the sparse arm only where the embedder has a sparse head and its vectors are stored."""
-    sparse = sparse_head(embedder) is not None and conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s AND vectors > 0)", (embedder.name,)).fetchone()[0]
+    sparse = sparse_head(embedder) is not None and one_row(conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s AND vectors > 0)", (embedder.name,)))[0]
     conn.rollback()
     return tuple(m for m in MODES if sparse or m != "sparse")
 
@@ -129,8 +130,8 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     missing = [f"{q.id}: {a} has no art. {n}" for q in questions for a, n in q.expect
                if a in ingested and (a, n) not in stored]
     # Without vectors (a text-only evaluation) there is no refusal to report.
-    vectors = conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
-                           (embedder.name,)).fetchone()[0]
+    vectors = one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %s)",
+                           (embedder.name,)))[0]
     conn.rollback()
     results = []
     for q in questions:

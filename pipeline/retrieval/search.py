@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import psycopg
@@ -15,7 +15,7 @@ from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
 from pipeline.storage.legal_time import units_not_in_force
-from pipeline.storage.db import read_only, reading, sparsevec_literal, vector_literal
+from pipeline.storage.db import one_row, read_only, reading, sparsevec_literal, vector_literal
 from pipeline.core.limits import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question  # noqa: F401 (importable from here, as before)
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Hit:
 @read_only
 def thesaurus_expansion(conn: psycopg.Connection, query: str) -> str | None:
     """The thesaurus' statutory wording of the question's colloquial terms ("mama": "osoba bliska")."""
-    return conn.execute("SELECT thesaurus_expansion(%s)", (query,)).fetchone()[0] or None
+    return one_row(conn.execute("SELECT thesaurus_expansion(%s)", (query,)))[0] or None
 
 
 def embedded_query(conn: psycopg.Connection, query: str) -> str:
@@ -115,7 +115,7 @@ class QueryVectors:
     server embeds a question with no database connection held."""
 
     model: str | None
-    dense: Sequence[float] | None = None
+    dense: Iterable[float] | None = None  # an embedder's vector (numpy)
     sparse: str | None = None  # a sparsevec literal
     cut_to: int | None = None  # the question was cut to this many characters: what the model reads
 
@@ -161,7 +161,7 @@ def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: st
     message = exc.diag.message_primary or str(exc)
     if message.startswith("no embeddings for model"):
         with reading(conn):  # the search's transaction has ended: a read of its own
-            stored = conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+            stored = one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)"))[0]
         if not stored:
             return DatabaseError("no act is stored in this database yet: run pipeline ingest")
         return NoVectors(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
@@ -294,7 +294,7 @@ def check_search(query: object, embedder: Embedder | None, *, k: object, mode: s
     require_date(as_of)
     if mode != "text" and embedder is None:
         raise UsageError(f"{mode} search needs an embedder")
-    if mode == "sparse" and sparse_arm(embedder, mode) is None:
+    if mode == "sparse" and embedder is not None and sparse_arm(embedder, mode) is None:
         raise UsageError(f"sparse search needs an embedder with a sparse head (the local model), not {embedder.name}")
 
 
@@ -326,16 +326,16 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
     refusal rule, which reads its similarity, judges without them. ``sparse``: the searching embedder
     has a sparse head, so a database whose model has no sparse vectors at all (embedded before revision
     0008, not back-filled yet: nothing is queued until a worker with the head has run) is one too."""
-    if sparse and conn.execute(
+    if sparse and one_row(conn.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s) AND EXISTS (SELECT 1 FROM chunks)",
-            (model,)).fetchone()[0]:
+            (model,)))[0]:
         return (f"no stored text has a {model} sparse vector yet (embedded before this pipeline added them): "
                 "hybrid search runs without its sparse arm (run: pipeline embed, ~0.2 s a chunk text)")
     waiting = dense = 0
-    if conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)).fetchone()[0]:
+    if one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM embedding_queue WHERE model = %s)", (model,)))[0]:
         eli_ids = require_acts(conn, list(acts)) if acts else None
         # A queued text lacks its dense vector, or (a chunk text, revision 0008) only its sparse one.
-        waiting, dense = conn.execute(
+        waiting, dense = one_row(conn.execute(
             """
             SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
                        SELECT 1 FROM embeddings e WHERE e.content_sha256 = w.content_sha256 AND e.model = %(m)s))
@@ -346,7 +346,7 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
                 JOIN chunks c ON c.chunk_id = u.chunk_id
                 WHERE q.model = %(m)s AND c.version_id IN (SELECT selected_versions(%(acts)s::text[], %(as_of)s::date))
                 LIMIT %(cap)s) w
-            """, {"m": model, "acts": eli_ids, "as_of": as_of, "cap": GAP_COUNT_CAP + 1}).fetchone()
+            """, {"m": model, "acts": eli_ids, "as_of": as_of, "cap": GAP_COUNT_CAP + 1}))
     if not waiting:
         return None
     over = waiting > GAP_COUNT_CAP
@@ -402,11 +402,12 @@ def with_currency(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | No
 def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None = None) -> list[Hit]:
     """Attach to each hit the units of its article that are not the law on ``as_of`` (None: today): not
     yet in force, in a wording that starts later, ended (pipeline.storage.legal_time.units_not_in_force)."""
-    article_ids = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
-                                    ([h.chunk_id for h in hits],)).fetchall())
+    article_ids: dict[int, int] = dict(conn.execute("SELECT chunk_id, article_id FROM chunks WHERE chunk_id = ANY(%s)",
+                                                    ([h.chunk_id for h in hits],)).fetchall())
     units = units_not_in_force(conn, list(set(article_ids.values())), as_of or clock.today())
     for h in hits:
-        h.units_not_in_force = units.get(article_ids.get(h.chunk_id), [])
+        article_id = article_ids.get(h.chunk_id)
+        h.units_not_in_force = units.get(article_id, []) if article_id is not None else []
     return hits
 
 
@@ -417,6 +418,7 @@ def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | No
     try:
         # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
         return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
-                      acts=acts if isinstance(acts, str) else list(acts or ()) or None, vectors=vectors)
+                      acts=acts if isinstance(acts, str) else list(acts or ()) or None,  # type: ignore[arg-type]  # see above
+                      vectors=vectors)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -28,7 +28,7 @@ OPEN = {"extra": "allow"}  # pydantic's ConfigDict, without importing pydantic f
 
 
 class HitRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     rank: int
     citation: str  # "[DU/2025/277, art. 154]": what an answer should quote
     act: str  # the ELI id of the text the hit is from
@@ -66,7 +66,7 @@ class HitRecord(TypedDict):
 
 
 class VersionRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str
     version_no: int
     valid_from: dt.date | None
@@ -74,7 +74,7 @@ class VersionRecord(TypedDict):
 
 
 class ReferenceRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str | None  # the base act cited (null: not known, e.g. an EU regulation)
     article: str | None  # null: the whole act is cited
     unit: str  # "§ 1 pkt 2", "ust. 3"; "": the whole article
@@ -84,13 +84,13 @@ class ReferenceRecord(TypedDict):
 
 
 class CitingRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str
     article: str
 
 
 class DefinitionRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     term: str
     act: str
     article: str
@@ -99,7 +99,7 @@ class DefinitionRecord(TypedDict):
 
 
 class SourceRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str | None  # the act that made the change or set the date (ELI id)
     unit: str | None  # its unit: "art. 26 pkt 1 lit. a"
 
@@ -115,11 +115,11 @@ TimelineRecord = TypedDict("TimelineRecord", {
     "determined": bool,  # false: the texts do not determine its date
     "wording": int,  # the wording of the article it belongs to
 })
-TimelineRecord.__pydantic_config__ = OPEN  # type: ignore[attr-defined]
+TimelineRecord.__pydantic_config__ = OPEN  # type: ignore[attr-defined]  # pydantic's setting (a functional TypedDict)
 
 
 class ChangeRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str  # the amending act (its stored text)
     unit: str  # where it says so: "art. 2 pkt 3 lit. a"
     operation: str  # set_wording | add | repeal | renumber | replace_words | delete_words | insert_words | add_sentence | other
@@ -140,7 +140,7 @@ class ChangeRecord(TypedDict):
 
 
 class ArticleRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     citation: str
     act: str
     act_title: str | None
@@ -178,7 +178,7 @@ class ArticleRecord(TypedDict):
 
 
 class ActRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str  # the current text's ELI id (search and show take it)
     base_act: str  # the act it is a text of (a consolidated text's base act, else itself)
     title: str | None
@@ -196,7 +196,7 @@ class ActRecord(TypedDict):
 
 
 class FoundActRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str  # the act found (a consolidated text is listed under its base act)
     title: str | None
     act_type: str | None
@@ -212,7 +212,7 @@ class FoundActRecord(TypedDict):
 
 
 class PickRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     act: str
     title: str | None
     target: str  # what ingest fetches: the newest consolidated text, or the act itself
@@ -220,15 +220,15 @@ class PickRecord(TypedDict):
 
 
 def found_act_record(found: ActFound) -> FoundActRecord:
-    return found.to_dict()  # type: ignore[return-value]
+    return found.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
 
 def pick_record(chosen: Pick) -> PickRecord:
-    return chosen.to_dict()  # type: ignore[return-value]
+    return chosen.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
 
 def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
-    return {
+    return {  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
         "rank": rank, "citation": cite(hit.act, hit.article), "act": hit.act, "act_title": hit.act_title,
         "article": hit.article, "part": hit.part, "version_no": hit.version_no, "valid_from": hit.valid_from,
         "as_of": as_of, "score": hit.score, "similarity": hit.similarity, "text_score": hit.text_score,
@@ -246,8 +246,9 @@ def hit_record(hit: Hit, rank: int, as_of: dt.date | None = None) -> HitRecord:
 
 def version_record(version: dict[str, Any]) -> VersionRecord:
     """A stored version as pipeline.storage.articles.versions_of lists it."""
-    return {"act": version["eli"], "version_no": version["version_no"], "valid_from": version["valid_from"],
-            "ingested_at": version["ingested_at"]}
+    return {  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
+        "act": version["eli"], "version_no": version["version_no"], "valid_from": version["valid_from"],
+        "ingested_at": version["ingested_at"]}
 
 
 def article_record(found: ArticleOnDay, as_of: dt.date | None = None,
@@ -256,7 +257,7 @@ def article_record(found: ArticleOnDay, as_of: dt.date | None = None,
     (pipeline.storage.context: references, referenced_by, definitions) and its act's stored versions
     (``versions``); empty lists for what was not read."""
     context = context or {}
-    return {
+    return {  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
         "citation": cite(found.eli, found.article), "act": found.eli, "act_title": found.act_title,
         "article": found.article, "heading_path": list(found.heading_path), "repealed": found.repealed,
         "version_no": found.version_no, "valid_from": found.valid_from, "valid_to": found.valid_to, "as_of": as_of,
@@ -289,7 +290,7 @@ def act_record(currency: Currency, stored: dict[str, Any] | None) -> ActRecord:
     counts of it (``None``: a superseded text, listed by ``pipeline acts --all``)."""
     stored = stored or {}
     facts = currency.to_dict()
-    return {
+    return {  # type: ignore[typeddict-item]  # mypy takes __pydantic_config__ for a key
         "act": currency.eli, "base_act": currency.base_eli, "title": (title := currency.title or stored.get("title")),
         "display_title": display_title(title),
         "act_type": stored.get("act_type"), "status": currency.status, "in_force": currency.in_force,
@@ -303,7 +304,7 @@ def act_record(currency: Currency, stored: dict[str, Any] | None) -> ActRecord:
 # --- what a citation check returns ----------------------------------------------------------------------
 
 class CitationRecord(TypedDict):
-    __pydantic_config__ = OPEN  # type: ignore[misc]
+    __pydantic_config__ = OPEN  # type: ignore[misc]  # pydantic's setting, not a key
     quote: str  # the text's own words
     start: int  # where they are in the text (characters)
     end: int
@@ -402,7 +403,7 @@ class FoundActs:
     query: ActQuery
     source: str
     total: int
-    acts: list[dict]
+    acts: list[FoundActRecord]
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:

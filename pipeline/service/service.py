@@ -19,7 +19,7 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 
@@ -43,8 +43,8 @@ from pipeline.service import gate
 from pipeline.service import status as health
 from pipeline.service.gate import Gate
 from pipeline.service.pool import ConnectionPool
-from pipeline.service.results import (Checked, Found, FoundActs, act_record, article_record, found_act_record,
-                                      pick_record)
+from pipeline.service.results import (ActRecord, ArticleRecord, Checked, CitationRecord, Found, FoundActs, PickRecord,
+                                      act_record, article_record, found_act_record, pick_record)
 from pipeline.sources.fetch import EliClient
 from pipeline.storage import articles, citations, context, currency, db, history, schema, store
 from pipeline.storage.runs import RunLog
@@ -212,7 +212,7 @@ class Service:
                                     on_fragments=on_fragments, on_token=on_token)
 
     def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None,
-             official: bool = False) -> dict:
+             official: bool = False) -> ArticleRecord:
         """One article: its text, headings, version, dates, currency and legal context: what it refers
         to, what refers to it, the definitions it uses; and every stored text of its act
         (:func:`results.article_record`)."""
@@ -243,16 +243,18 @@ class Service:
             raise UsageError("give a text to check (the citations in it are checked)")
         if len(text) > MAX_CHECK_CHARS:
             raise UsageError(f"the text is {len(text)} characters; at most {MAX_CHECK_CHARS} are checked at once")
-        return Checked(as_of, self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of)))
+        # storage.citations builds these records (a layer below, it cannot name the TypedDict)
+        return Checked(as_of, cast("list[CitationRecord]",
+                                   self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of))))
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""
         return self.reads.run(lambda conn: articles.table_of_contents(conn, act, as_of=as_of))
 
-    def acts(self, *, current_only: bool = True) -> list[dict]:
+    def acts(self, *, current_only: bool = True) -> list[ActRecord]:
         """The stored acts (per base act its current text; all texts without ``current_only``) with
         their versions and currency (:func:`results.act_record`)."""
-        def run(conn: psycopg.Connection) -> list[dict]:
+        def run(conn: psycopg.Connection) -> list[ActRecord]:
             counted = {a["eli"]: a for a in articles.list_acts(conn)}
             return [act_record(c, counted.get(c.eli)) for c in currency.list_acts(conn, current_only=current_only)]
 
@@ -274,7 +276,7 @@ class Service:
         return FoundActs(query, found.source, found.total, [found_act_record(a) for a in found.acts],
                          found.warnings)
 
-    def ingest_plan(self, request: IngestRequest, *, progress: Callable[[str], None] | None = None) -> list[dict]:
+    def ingest_plan(self, request: IngestRequest, *, progress: Callable[[str], None] | None = None) -> list[PickRecord]:
         """What an ingest by title would fetch (:func:`results.pick_record`): the one act the title names
         (NoActFound, AmbiguousTitle, IngestError when it has no text) or, with ``all_acts``, every act the
         search matches; by default each act's newest consolidated text, ``original``: the act as enacted.
@@ -469,7 +471,7 @@ class Service:
 
 def _in_recovery(conn: psycopg.Connection) -> bool:
     """The server is a standby (replaying the primary's WAL: read-only)."""
-    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+    return bool(db.one_row(conn.execute("SELECT pg_is_in_recovery()"))[0])
 
 
 def _standby_line(url: str) -> str:

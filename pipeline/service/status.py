@@ -24,7 +24,7 @@ def database_status(url: str, *, server: str, embedder: Callable[[], Embedder],
     a standby's lag, a primary's standbys), and the embedder ``embedder()`` gives; ``standbys``: the
     URLs the reads go to (DATABASE_READ_URL), each with its own state (``read_replicas``)."""
     with db.connect(url, autocommit=True) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]
+        version = db.one_row(conn.execute("SHOW server_version"))[0]
         created, available = pgvector_versions(conn)
         current = schema.current_revision(conn)
         info: dict[str, Any] = {
@@ -43,15 +43,15 @@ def database_status(url: str, *, server: str, embedder: Callable[[], Embedder],
             for table in ("acts", "act_versions", "articles", "chunks", "chunk_pieces", "embeddings",
                           "sparse_embeddings", "embedding_queue", "ingest_runs"):
                 # After a downgrade, tables of later revisions (chunk_pieces: 0006) are not there.
-                if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
-                    info["rows"][table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-            if conn.execute("SELECT to_regclass('embedding_status') IS NOT NULL").fetchone()[0]:
+                if db.one_row(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)))[0]:
+                    info["rows"][table] = db.one_row(conn.execute(f"SELECT count(*) FROM {table}"))[0]  # fixed names
+            if db.one_row(conn.execute("SELECT to_regclass('embedding_status') IS NOT NULL"))[0]:
                 # All columns: sparse_embedded exists from revision 0008 on.
                 info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
                     "SELECT * FROM embedding_status").fetchall()
-            if conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL").fetchone()[0]:
+            if db.one_row(conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL"))[0]:
                 # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
-                info["chunk_texts"] = conn.execute("SELECT chunks FROM corpus_totals").fetchone()[0]
+                info["chunk_texts"] = db.one_row(conn.execute("SELECT chunks FROM corpus_totals"))[0]
     info["embedder"] = embedder_description(embedder)
     if standbys:
         info["read_replicas"] = [read_replica(u) for u in standbys]
@@ -74,10 +74,10 @@ def read_replica(url: str) -> dict[str, Any]:
 
 def pgvector_versions(conn: psycopg.Connection) -> tuple[str | None, str | None]:
     """pgvector's version in this database (None: not created) and the one the server offers (None: not installed)."""
-    row = conn.cursor(row_factory=dict_row).execute(
+    row = db.one_row(conn.cursor(row_factory=dict_row).execute(
         "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS created, "
         "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available"
-    ).fetchone()
+    ))
     return row["created"], row["available"]
 
 
@@ -104,7 +104,7 @@ def embedder_description(embedder: Callable[[], Embedder]) -> dict[str, Any]:
 
 def _data_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     """No text stored: a new install, or a lost data folder (monitoring reads this check's status)."""
-    acts, versions = conn.execute("SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM act_versions)").fetchone()
+    acts, versions = db.one_row(conn.execute("SELECT (SELECT count(*) FROM acts), (SELECT count(*) FROM act_versions)"))
     if not versions:
         return ("data", "warn", f"no text stored ({acts} act records)", "run: pipeline ingest --act DU/2025/277")
     return ("data", "ok", f"{versions} text{'' if versions == 1 else 's'} of {acts} act{'' if acts == 1 else 's'}", "")
@@ -114,9 +114,9 @@ def _search_stats_check(conn: psycopg.Connection) -> tuple[str, str, str, str]:
     """The BM25 statistics that triggers keep (revision 0005/0007) against the chunks: rows written with
     the triggers off (a data-only pg_restore --disable-triggers) leave them wrong, and the text arm
     then ranks with nonsense idf while every query still returns rows."""
-    counted, texts, lexemes = conn.execute(
+    counted, texts, lexemes = db.one_row(conn.execute(
         "SELECT (SELECT chunks FROM corpus_totals), (SELECT count(DISTINCT content_sha256) FROM chunks), "
-        "(SELECT count(*) FROM lexicon)").fetchone()
+        "(SELECT count(*) FROM lexicon)"))
     if counted == texts and (lexemes > 0) == (texts > 0):
         return ("search statistics", "ok", f"{texts} distinct chunk texts, {lexemes} lexemes", "")
     return ("search statistics", "fail", f"BM25 statistics count {counted} texts and {lexemes} lexemes, the chunks "
@@ -139,28 +139,28 @@ def _vectors_check(conn: psycopg.Connection, embedder: Callable[[], Embedder]) -
         model = embedder().name
     except EmbedderError:
         return "vectors", "warn", "no embedding model configured", "check EMBED_BACKEND / EMBED_MODEL"
-    texts, missing = conn.execute(
+    texts, missing = db.one_row(conn.execute(
         """
         SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
                    SELECT 1 FROM embeddings e WHERE e.content_sha256 = u.content_sha256 AND e.model = %s))
         FROM (SELECT DISTINCT content_sha256 FROM embedding_texts) u
-        """, (model,)).fetchone()
+        """, (model,)))
     if not texts:
         return "vectors", "ok", "no texts stored yet", ""
-    if not missing and conn.execute("SELECT to_regclass('sparse_models') IS NOT NULL").fetchone()[0]:
+    if not missing and db.one_row(conn.execute("SELECT to_regclass('sparse_models') IS NOT NULL"))[0]:
         # A model with a sparse head (revision 0008) also needs one sparse vector per chunk text. Before a
         # worker with the head has run (a database embedded before 0008), the model is not registered.
-        registered = conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s)",
-                                  (model,)).fetchone()[0]
+        registered = db.one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM sparse_models WHERE model = %s)",
+                                  (model,)))[0]
         if not registered and _has_sparse_head(embedder):
             return ("vectors", "warn", f"no chunk text has a {model} sparse vector (embedded before this pipeline "
                     "added them): hybrid search runs without its sparse arm", "run: pipeline embed")
-        sparse_missing = 0 if not registered else conn.execute(
+        sparse_missing = 0 if not registered else db.one_row(conn.execute(
             """
             SELECT count(*) FROM (SELECT DISTINCT content_sha256 FROM chunks) u
             WHERE NOT EXISTS (SELECT 1 FROM sparse_embeddings s WHERE s.content_sha256 = u.content_sha256
                               AND s.model = %s)
-            """, (model,)).fetchone()[0]
+            """, (model,)))[0]
         if sparse_missing:
             return ("vectors", "warn", f"{sparse_missing} chunk texts have no {model} sparse vector: the sparse arm "
                     "cannot find their articles", "run: pipeline embed")
@@ -209,7 +209,7 @@ def doctor(url: Callable[[], str], *, server: str, embedder: Callable[[], Embedd
 
     try:
         with db.connect(url(), autocommit=True) as conn:
-            version = conn.execute("SHOW server_version_num").fetchone()[0]
+            version = db.one_row(conn.execute("SHOW server_version_num"))[0]
             major = int(version) // 10000
             add("database", "ok" if major >= 15 else "fail", f"{server} PostgreSQL {major}",
                 "" if major >= 15 else "use PostgreSQL 15 or newer")
@@ -277,10 +277,10 @@ def _database_checks(conn: psycopg.Connection, embedder: Callable[[], Embedder])
         yield ("text search", "warn", kind + ": no Polish dictionary, words are matched as typed",
                "install the dictionary files (docs/operations.md: docker-compose) and run: pipeline db upgrade")
     if current:
-        failing = conn.cursor(row_factory=dict_row).execute(
+        failing = db.one_row(conn.cursor(row_factory=dict_row).execute(
             "SELECT count(*) AS n, max(last_error) AS last_error FROM embedding_queue WHERE last_error IS NOT NULL"
-        ).fetchone()
-        queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+        ))
+        queued = db.one_row(conn.execute("SELECT count(*) FROM embedding_queue"))[0]
         if failing["n"]:
             yield ("embedding queue", "warn", f"{queued} queued, {failing['n']} failing: {failing['last_error']}",
                    "fix the embedder, then: pipeline embed")

@@ -15,7 +15,7 @@ from pipeline.core import units
 from pipeline.sources.parse.articles import TWO_WORDINGS
 from pipeline.sources.parse.model import Article
 
-from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP, MIN_CHARS  # noqa: F401 (importable from here, as before)
+from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP, MIN_CHARS
 # Pieces: provision-sized parts of a chunk (§ / ust. / pkt, packed up to this size) that get vectors of
 # their own besides the chunk's. A small embedding model averages a 1200-character chunk into one
 # vector, and a question about one provision matches that provision better than the whole.

@@ -18,21 +18,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 
 from pipeline.core import __version__
 # The act id has its own module; these names stay importable from here.
-from pipeline.core.act_id import PUBLISHERS, ActId, InvalidActId, act_dir, parse_act_id  # noqa: F401
+from pipeline.core.act_id import PUBLISHERS, ActId, act_dir, parse_act_id  # noqa: F401
 from pipeline.core.act_id import as_act_id as _as_act_id
 from pipeline.core import retry
 from pipeline.core.lazy import lazy_module
-from pipeline.core.errors import ActNotInApi, FetchError
+from pipeline.core.errors import ActNotInApi, FetchError, InvalidActId  # noqa: F401
 from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import looks_like_pdf
 from pipeline.sources.record import EliRecord
 
-httpx = lazy_module("httpx")
+if TYPE_CHECKING:  # the module itself, for its types
+    import httpx
+else:
+    httpx = lazy_module("httpx")
 
 DEFAULT_API_URL = "https://api.sejm.gov.pl/eli"
 # No project address in it: the one that stood here was a placeholder that led nowhere.
@@ -289,7 +292,7 @@ def read_archive(root: Path, act_id: ActId | str, *, require_sums: bool = False)
         if _nonempty(path):
             text = _read_checked(path, sums)
             paths = [meta_path, path] + ([d / SUMS_FILE] if sums is not None else [])
-            return FetchedAct(aid, record, text, fmt, tuple(paths))  # type: ignore[arg-type]
+            return FetchedAct(aid, record, text, fmt, tuple(paths))
     raise FetchError(f"{aid} has no text in {root} (metadata only)")
 
 

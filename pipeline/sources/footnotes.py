@@ -103,7 +103,7 @@ def classify(number: int, text: str) -> Reading:
     if kind == NOTE:
         return Reading(number, NOTE, text)
     if kind == UNTIL_CHANGE:
-        return Reading(number, kind, text, part, ref=int(ref))
+        return Reading(number, kind, text, part, ref=int(ref) if ref else None)
     if kind == PUBLISHED:
         found = _IN_DAY.search(text)
         return Reading(number, kind, text, date=dates.date_of(found) if found else None)
@@ -123,7 +123,7 @@ def classify(number: int, text: str) -> Reading:
     own = _OWN_DATE.search(body)
     act_day = dates.date_of(act_date) if act_date else None
     own_day = dates.date_of(own) if own else None
-    words = (own or act_date).group(0).lower() if (own or act_date) else ""
+    words = said.group(0).lower() if (said := own or act_date) else ""
     return Reading(number, kind, text, part, source_act=source, source_title=title,
                    source_unit=" ".join(unit.group("unit").split()) if unit else None,
                    date=own_day or act_day, act_date=act_day,

@@ -309,6 +309,7 @@ def _clean(text: str) -> str:
 def _places(words: str) -> list[tuple[str | None, str]]:
     """"w art. 2 w pkt 2 i 4, w art. 8 w ust. 1 oraz art. 9" -> (2, pkt 2), (2, pkt 4), (8, ust. 1), (9, "")."""
     out: list[tuple[str | None, str]] = []
+    article: str | None  # None: a part of the act (a title, a chapter …)
     for group in re.split(r"(?:,|\bi\b|\boraz\b)\s*(?=(?:we?\s+)?(?:art\.|tytu|rozdzia|dzia|oddzia))", words):
         path = [step for step in _units(group) if step]
         if not path:
@@ -408,8 +409,8 @@ def _leaf_changes(words: str, quoted: list[str], base: dict) -> list[Change]:
     # The clauses of the leaf: "dotychczasową treść oznacza się jako ust. 1 i dodaje się ust. 2 w brzmieniu: „…”".
     for clause in re.split(r"(?:,\s*a\s+|\s+i\s+(?=(?:po\s+\S+\s+\S+\s+)?(?:dodaje|uchyla|skreśla)\s+się)|;\s*)", rest):
         if (v := _VERB_RENUMBER.search(clause)) is not None:
-            new = _units(clause[v.end():])
-            label = " ".join(step[0] for step in new if step) or _clean(clause[v.end():])
+            steps = _units(clause[v.end():])
+            label = " ".join(step[0] for step in steps if step) or _clean(clause[v.end():])
             out.append(change(RENUMBER, article, loc_unit, new_label=label))
         elif (v := _VERB_SET.search(clause)) is not None:
             wording = held(_HOLE.search(clause, v.end()))
@@ -534,6 +535,7 @@ def read(article: Article) -> list[Change]:
     body, quoted = masked
     # The act it amends: "W ustawie z dnia … (Dz. U. …)" up to the journal reference's closing bracket.
     intro = re.match(r"\s*W\s+", body)
+    assert intro is not None  # _INTRO matched the body's start
     paren = re.search(r"\((?:Dz\.|M\.\s*P\.)[^)]*\)", body)
     cut = re.search(r"\s(?:wprowadza\s+się|w\s+art\.|po\s+art\.|uchyla\s+się|art\.\s*\S+\s+otrzymuje)", body)
     end = paren.end() if paren and (cut is None or paren.start() < cut.start()) else (cut.start() if cut else len(body))

@@ -84,11 +84,11 @@ def prepare(record: EliRecord, parsed: ParsedAct, *, source_sha256: str, max_cha
                                         [chunking.chunk_pieces(c.embed_text, c.text) for c in chunks]))
     announced = consolidated_subject(parsed.title) is not None  # "Obwieszczenie … jednolitego tekstu …"
     printed = dt.date.fromisoformat(parsed.published) if parsed.published else \
-        parse_date(parsed.title) if announced else None
+        parse_date(parsed.title or "") if announced else None
     return PreparedText(record, parsed.source_format, source_sha256, chunking.text_sha256(parsed.articles),
                         articles, legal_context(parsed.articles, under.base_eli), list(parsed.notes), printed,
                         under.is_consolidated_text or announced,
-                        parse_date(parsed.title) if _ACT_TITLE.match(parsed.title or "") else None,
+                        parse_date(parsed.title or "") if _ACT_TITLE.match(parsed.title or "") else None,
                         read_amendments(parsed.articles))
 
 

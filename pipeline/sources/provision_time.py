@@ -161,7 +161,7 @@ def read(facts: TextFacts) -> TextTime:
                         for rule in provisions.read_clause(r.text)]
     times = [_article_time(a, facts, counted, readings) for a in facts.articles]
     _date_wordings(facts.articles, times)
-    dated = [t.in_force_from for t, a in zip(times, facts.articles) if t.in_force_from and not a.repealed]
+    dated = [t.in_force_from for t, a in zip(times, facts.articles, strict=True) if t.in_force_from and not a.repealed]
     states_from = None if facts.consolidated else min(dated + ([facts.record_entry] if facts.record_entry else []),
                                                       default=None)
     return TextTime(times, own, published, states_from, readings)
@@ -189,7 +189,7 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
     unreadable = next((c[0] for c in counted if c[0].article == "?"), None)
     events: list[Event] = []
     seen: set[tuple[str, dt.date | None]] = set()
-    for rule, day, basis, source in by_text + by_footnote:
+    for rule, day, _basis, source in by_text + by_footnote:
         if rule.article == article.number and (rule.unit or rule.scope):
             unit = f"{rule.unit} ({rule.scope})".strip() if rule.scope else rule.unit
             if (unit, day) not in seen:
@@ -266,7 +266,7 @@ def _footnote_events(article: Article, readings: dict[int, notes.Reading]) -> li
 def _date_wordings(articles: list[Article], times: list[ArticleTime]) -> None:
     """The two wordings of an article: the first until the change its footnote waits for, the second from
     it. Without a footnote that dates it, the second is undetermined (the first still holds)."""
-    for i, (a, t) in enumerate(zip(articles, times)):
+    for i, (a, t) in enumerate(zip(articles, times, strict=True)):
         if a.wording != 1 or i + 1 >= len(articles) or articles[i + 1].number != a.number:
             continue
         second = times[i + 1]
@@ -320,7 +320,7 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
     if end is not None and day >= end:
         return f"obowiązywał do {_day_before(end)}"
     if start is None:  # a clause of the act is quoted; what is missing is said plainly
-        missing = bool(undetermined) and undetermined.startswith("the ")
+        missing = undetermined is not None and undetermined.startswith("the ")
         return "data wejścia w życie nieokreślona w tekstach" + (
             "" if not undetermined or missing else f": „{undetermined}”")
     if day < start:

@@ -207,7 +207,8 @@ def _sentences(article: Article) -> Iterable[tuple[str, str]]:
     text = _QUOTED.sub("„…”", article.text)  # a quoted provision is another act's, being amended
     label = re.match(r"^Art\.\s*\S+\.\s*", text)
     body = text[label.end():] if label else text
-    current, lines = "", []
+    current = ""
+    lines: list[str] = []
     for line in body.split("\n"):
         opens = units.label(line.strip())
         if opens is not None and opens.kind in (units.PARAGRAPH, units.SECTION):
@@ -228,7 +229,7 @@ def read(articles: list[Article]) -> list[Rule]:
     for article in articles:
         if article.repealed:
             continue
-        for unit, sentence in _sentences(article):
+        for _unit, sentence in _sentences(article):
             clause = " ".join(sentence.split())
             m = _SUBJECT.match(clause)
             if m is None and (u := _UNITS_SUBJECT.match(clause)) is not None:

@@ -261,7 +261,7 @@ def consolidated_subject(title: str | None) -> str | None:
     """'Obwieszczenie … w sprawie ogłoszenia jednolitego tekstu ustawy - Kodeks pracy' -> 'Kodeks pracy';
     None for a title that announces no consolidated text."""
     m = _OF_CONSOLIDATION.search(title or "")
-    return (title[m.end():].strip(" -–.") or None) if m else None
+    return ((title or "")[m.end():].strip(" -–.") or None) if m else None
 
 
 def short_title(title: str | None) -> str | None:

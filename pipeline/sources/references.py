@@ -20,7 +20,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from pipeline.core.act_id import InvalidActId, parse_act_id
+from pipeline.core.act_id import parse_act_id
+from pipeline.core.errors import InvalidActId
 from pipeline.core.codes import code_name_at, code_named
 from pipeline.core.dates import parse_date
 from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
@@ -122,7 +123,7 @@ def _units(item: str) -> tuple[str | None, list[tuple[str, str]]]:
     """"30 § 1 pkt 2" -> ("30", [("§", "1"), ("pkt", "2")]); "2" -> ("2", []); "§ 2" -> (None, [("§", "2")])."""
     m = re.match(rf"\s*(?P<num>{_NUM})?", item)
     number = m.group("num") if m and m.group("num") else None
-    rest = item[m.end():] if number else item
+    rest = item[m.end():] if m and number else item
     units = [(u.group(1), u.group(2)) for u in re.finditer(rf"({_UNIT_WORD})\s*({_NUM}|{LETTERS})", rest)]
     return (_canonical(number) if number else None), units
 
@@ -270,7 +271,9 @@ def _whose(text: str, at: int, base_act: str, cited_by_name: dict[str, str]) -> 
     if t := _BY_TITLE.match(after):
         title = re.sub(r"\s+", " ", after[t.start("kind"):t.end()]).strip()
         name = _name_of(t.group("title"))
-        year = int(re.search(r"(\d{4})\s*r", title).group(1))
+        dated = re.search(r"(\d{4})\s*r", title)
+        assert dated is not None  # _BY_TITLE matched "z dnia … 2020 r."
+        year = int(dated.group(1))
         j = _JOURNAL.match(after, t.end()) or _JOURNAL.match(after, t.end() + 1)
         target = code_named(name, abbreviations=False) or (_journal_act(j) if j else None) \
             or _cited(cited_by_name, year, name)
@@ -394,7 +397,7 @@ def cited_act(text: str) -> tuple[str | None, str | None]:
         title = re.sub(r"\s+", " ", text[m.start():j.start() if j else m.end()]).strip()
         year = m.group("date")[-4:]
         if j and not j.group("year"):  # "(Dz. U. poz. 1222)": the journal of the act's own year
-            act = str(parse_act_id(f"{'MP' if j.group('journal').startswith('M') else 'DU'}/{year}/{j.group('pos')}"))
+            act: str | None = str(parse_act_id(f"{'MP' if j.group('journal').startswith('M') else 'DU'}/{year}/{j.group('pos')}"))
         else:
             act = _journal_act(j) if j else None
         return act or code_named(_name_of(m.group("title")), abbreviations=False), title

@@ -164,7 +164,7 @@ def rebuild(text: str, changes: list[dict]) -> Rebuilt:
         lines = text.split("\n")
         start = label_end(lines[0])
         paths = units.paths(lines, start)
-        op, unit, wording = c["operation"], c["target_unit"], c.get("text")
+        op, unit, wording = c["operation"], c["target_unit"], c.get("text") or ""
         if op in (SET_WORDING, ADD) and not wording:
             undetermined.append((i, "no wording was read for it"))
             continue

@@ -26,6 +26,7 @@ from pipeline.core.act_id import parse_act_id
 from pipeline.sources import instructions, rewording
 from pipeline.sources.instructions import Change
 from pipeline.sources.record import EliRecord
+from pipeline.storage.db import one_row
 
 EXTRACTOR = instructions.EXTRACTOR
 
@@ -68,16 +69,16 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
                        article: str | None = None) -> dict[str, Callable[[dt.date], list[dict]]]:
     """:func:`changes_by_day` of every article of the text ``version_id`` that a stored change targets (or of
     ``article`` alone), read in one pass: the view is asked once per text, not once per article and day."""
-    rows = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
-    text = rows.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
-                        (version_id,)).fetchone()
+    cursor = conn.cursor(row_factory=tuple_row)  # whatever the caller's connection makes of rows
+    text = cursor.execute("SELECT v.base_eli, v.valid_from FROM act_versions v WHERE v.version_id = %s",
+                          (version_id,)).fetchone()
     if text is None:
         return {}
     base, valid_from = text
     # The acts whose changes the text already carries: its footnotes name them (revision 0010).
     # (Not a repeal this module's changes put on the timeline: storage.legal_time ends the articles a later
     # act repeals whole, and that act is no footnote of the text.)
-    carried = {r[0] for r in rows.execute(
+    carried = {r[0] for r in cursor.execute(
         "SELECT DISTINCT e.source_act FROM article_events e JOIN articles a USING (article_id) "
         "WHERE a.version_id = %s AND e.source_act IS NOT NULL AND NOT EXISTS ("
         "  SELECT 1 FROM amendment_changes c WHERE c.source_act = e.source_act AND e.kind = 'repealed' "
@@ -132,9 +133,9 @@ def _current_check(conn: psycopg.Connection, version_id: int):
     after its date (a consolidated text's "Nowelizacje po tekście jednolitym", a base act's "Akty zmieniające":
     EliRecord.amendments_after) up to that date, or undated, is stored: its changes are then all known. A
     record without the list says nothing, and nothing is current."""
-    eli, meta, valid_from = conn.execute(
+    eli, meta, valid_from = one_row(conn.execute(
         "SELECT v.eli, a.meta, v.valid_from FROM act_versions v JOIN acts a USING (eli) WHERE v.version_id = %s",
-        (version_id,)).fetchone()
+        (version_id,)))
     record = EliRecord.read(meta, eli)
     listed = record.amendments_after_text(valid_from)  # as ingest fetches them
     if listed is None:

@@ -11,11 +11,11 @@ from psycopg.rows import dict_row
 
 from pipeline.core import clock
 from pipeline.core.act_id import parse_act_id
+from pipeline.storage.db import one_row, read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
 # canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
 from pipeline.core.numbering import canonical_article
 from pipeline.storage import amendments, currency, legal_time
-from pipeline.storage.db import read_only
 
 
 class ActNotFound(ArticleNotFound):
@@ -141,7 +141,8 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
     found.timeline = legal_time.timeline(conn, version_id, number)
-    found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
+    if found.article_id is not None:  # a row of the text's own (always, here: an added article has none)
+        found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
     # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in force
     # by then that it determines; the official text one step away.
     found.changes = amendments.changes_after(conn, version_id, number, day)
@@ -161,10 +162,10 @@ def _added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt
         return None
     add["applied"] = True
     text = amendments.rebuilt(add["text"], [c for c in changes if c is not add]) or add["text"]
-    row = conn.cursor(row_factory=dict_row).execute(
+    row = one_row(conn.cursor(row_factory=dict_row).execute(
         "SELECT v.eli, a.title AS act_title, v.version_no, v.valid_from, v.version_id, v.base_eli, "
         "(SELECT min(n.valid_from) FROM act_versions n WHERE n.base_eli = v.base_eli AND n.valid_from > v.valid_from) "
-        "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)).fetchone()
+        "AS valid_to FROM act_versions v JOIN acts a ON a.eli = v.eli WHERE v.version_id = %s", (version_id,)))
     return ArticleOnDay(
         **row, article=number, heading_path=[], repealed=False, text=text, article_id=None, wording=0,
         in_force_from=add["in_force_from"], in_force_until=None, in_force_undetermined=None,
@@ -193,9 +194,10 @@ def why_missing(conn: psycopg.Connection, version_id: int, number: str, day: dt.
         return f" (did you mean art. {' or art. '.join(alike)}?)"
     if not later:
         return ""
-    later = next((c for c in amendments.changes_after(conn, version_id, number, day)
-                  if c["operation"] == "add" and not c["target_unit"]), None)
-    return f" (added by {later['act']} {later['unit']}, in force from {later['in_force_from'] or '?'})" if later else ""
+    adding = next((c for c in amendments.changes_after(conn, version_id, number, day)
+                   if c["operation"] == "add" and not c["target_unit"]), None)
+    return (f" (added by {adding['act']} {adding['unit']}, in force from {adding['in_force_from'] or '?'})"
+            if adding else "")
 
 
 def find_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.date | None = None,
@@ -250,9 +252,9 @@ def table_of_contents(conn: psycopg.Connection, act: str, *, as_of: dt.date | No
     eli = str(parse_act_id(act))
     require_date(as_of)
     version_id = _version_as_of(conn, eli, as_of)
-    head = conn.execute(
+    head = one_row(conn.execute(
         "SELECT v.eli, a.title, v.version_no, v.valid_from FROM act_versions v JOIN acts a USING (eli) "
-        "WHERE v.version_id = %s", (version_id,)).fetchone()
+        "WHERE v.version_id = %s", (version_id,)))
     rows = conn.execute(
         "SELECT article, heading_path, repealed, length(text) FROM articles WHERE version_id = %s ORDER BY ordinal",
         (version_id,)).fetchall()
@@ -274,7 +276,7 @@ _VERSIONS = """(SELECT json_agg(json_build_object('eli', v.eli, 'version_no', v.
 def versions_of(conn: psycopg.Connection, base_act: str) -> list[dict]:
     """Every stored version of ``base_act`` (its consolidated texts' included), oldest first:
     {eli, version_no, valid_from, ingested_at}."""
-    return conn.execute(f"SELECT {_VERSIONS.format(base='%s')}", (base_act,)).fetchone()[0] or []
+    return one_row(conn.execute(f"SELECT {_VERSIONS.format(base='%s')}", (base_act,)))[0] or []
 
 
 @read_only
@@ -290,4 +292,4 @@ def list_acts(conn: psycopg.Connection) -> list[dict]:
     ).fetchall()
     keys = ("eli", "base_eli", "title", "act_type", "status", "in_force", "version_no", "valid_from",
             "article_count", "chunk_count", "ingested_at", "versions")
-    return [dict(zip(keys, r)) for r in rows]
+    return [dict(zip(keys, r, strict=True)) for r in rows]

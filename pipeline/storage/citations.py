@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -26,7 +27,7 @@ from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
 from pipeline.sources.record import short_title
 from pipeline.storage.articles import article_on, require_date, similar_articles
-from pipeline.storage.db import read_only
+from pipeline.storage.db import one_row, read_only
 
 OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
     "ok", "not_found", "not_in_force", "undetermined", "act_not_stored", "ambiguous")
@@ -102,8 +103,8 @@ def _one_act(conn: psycopg.Connection, found: list[dict], as_of: dt.date | None)
     newest = conn.execute("SELECT base_eli FROM versions_as_of(%s) WHERE base_eli = ANY(%s) "
                           "ORDER BY valid_from DESC NULLS LAST LIMIT 1", (as_of, bases)).fetchone()
     if newest is None:
-        newest = conn.execute("SELECT base_eli FROM act_versions WHERE base_eli = ANY(%s) "
-                              "ORDER BY valid_from NULLS LAST LIMIT 1", (bases,)).fetchone()
+        newest = one_row(conn.execute("SELECT base_eli FROM act_versions WHERE base_eli = ANY(%s) "
+                              "ORDER BY valid_from NULLS LAST LIMIT 1", (bases,)))
     return [r for r in found if r["base_eli"] == newest[0]]
 
 
@@ -155,7 +156,7 @@ def _unit_lines(text: str, unit: str) -> list[str] | None:
     """The lines of ``unit`` in an article's text ("§ 1 pkt 2"); None when the article has no such unit."""
     lines = text.split("\n")
     paths = units.paths(lines, label_end(lines[0]) if lines else 0)
-    held = [line for line, path in zip(lines, paths) if units.within(path, unit)]
+    held = [line for line, path in zip(lines, paths, strict=True) if units.within(path, unit)]
     return held or None
 
 
@@ -166,7 +167,7 @@ def _top_units(text: str) -> list[str]:
 
 
 def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
-    out = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
+    out: dict[str, Any] = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
            "article": c.article, "unit": c.unit, "status": None, "why": None, "note": None, "text": None,
            "version_no": None, "valid_from": None, "checked_as_of": day, "in_force_from": None,
            "in_force_until": None, "sha256": None, "candidates": [], "ingest": None}

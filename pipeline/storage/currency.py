@@ -100,8 +100,8 @@ class Currency:
         amendments = self.amendments
         if amendments is None:
             # No check time: the record was made for a local file, no ELI metadata was read.
-            parts.append(("metadane ELI nie podają późniejszych zmian" if self.checked_at
-                          else "metadanych ELI nie sprawdzono (tekst z pliku)"))
+            parts.append("metadane ELI nie podają późniejszych zmian" if self.checked_at
+                         else "metadanych ELI nie sprawdzono (tekst z pliku)")
         elif self.as_of is None:
             if amendments:
                 parts.append(f"później zmieniony {_acts(len(amendments))}: "

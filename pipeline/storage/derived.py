@@ -26,6 +26,7 @@ from pipeline.sources.instructions import read_all as read_instructions
 from pipeline.sources.parse.model import Article
 from pipeline.sources.prepare import CONTEXT_EXTRACTOR, legal_context
 from pipeline.storage import amendments, context, legal_time, rebuilt
+from pipeline.storage.db import one_row
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _stored_articles(conn: psycopg.Connection, version_id: int, wordings: str = 
 def _refresh_context(conn: psycopg.Connection, version_id: int) -> None:
     """What a text's articles refer to and its definitions: read from its own text alone (the targets are
     resolved against the stored acts when read: the view article_references)."""
-    base = conn.execute("SELECT base_eli FROM act_versions WHERE version_id = %s", (version_id,)).fetchone()[0]
+    base = one_row(conn.execute("SELECT base_eli FROM act_versions WHERE version_id = %s", (version_id,)))[0]
     context.write(conn, version_id, legal_context(_stored_articles(conn, version_id), base))
 
 
@@ -140,9 +141,9 @@ def stale(conn: psycopg.Connection, layer: Layer) -> list[int]:
 
 def any_stale(conn: psycopg.Connection) -> bool:
     """Whether any layer of any stored text waits for :func:`backfill` (one cheap query per layer)."""
-    return any(conn.execute(
+    return any(one_row(conn.execute(
         f"SELECT EXISTS (SELECT 1 FROM act_versions v LEFT JOIN {layer.marks.table} x USING (version_id) "
-        f"WHERE x.{layer.marks.column} IS DISTINCT FROM %s)", (layer.rules,)).fetchone()[0] for layer in LAYERS)
+        f"WHERE x.{layer.marks.column} IS DISTINCT FROM %s)", (layer.rules,)))[0] for layer in LAYERS)
 
 
 Touched = dict[str, set[int]]

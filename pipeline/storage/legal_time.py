@@ -19,6 +19,7 @@ from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provision_time import ElsewhereRule, TextFacts
 from pipeline.sources.provisions import Rule
 from pipeline.sources.record import EliRecord, act_name
+from pipeline.storage.db import one_row
 
 EXTRACTOR = provision_time.EXTRACTOR
 
@@ -118,8 +119,8 @@ def _elsewhere(conn: psycopg.Connection, base: str, title: str | None) -> list[E
 
 def refresh(conn: psycopg.Connection, version_id: int) -> provision_time.TextTime:
     """Work out one version's time and store it (inside the caller's transaction)."""
-    eli, base, valid_from = conn.execute("SELECT eli, base_eli, valid_from FROM act_versions WHERE version_id = %s",
-                                         (version_id,)).fetchone()
+    eli, base, valid_from = one_row(conn.execute("SELECT eli, base_eli, valid_from FROM act_versions WHERE version_id = %s",
+                                         (version_id,)))
     sources = conn.execute("SELECT printed_date, record_from, consolidated FROM version_times WHERE version_id = %s",
                            (version_id,)).fetchone()
     if sources is None:  # stored before revision 0010: only its articles' text is known
@@ -169,7 +170,7 @@ def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_fr
         source_act, unit, target, start, instruction, kept = r
         if source_act in carried or (text_from is not None and start <= text_from):
             continue
-        for a, t in zip(articles, time.articles):  # what the repeal's exceptions keep stays (sources.instructions.ends)
+        for a, t in zip(articles, time.articles, strict=True):  # what the repeal's exceptions keep stays (sources.instructions.ends)
             if (target is None or a.number == target) and instructions.ends(a.number, kept) \
                     and (t.in_force_until is None or start < t.in_force_until):
                 t.in_force_until = start
@@ -190,11 +191,11 @@ def _write(conn: psycopg.Connection, version_id: int, ids: list[int], time: prov
                             r.unit, r.chapter, r.scope, r.verb, r.when.kind, r.when.text, r.when.date, r.clause))
     with conn.cursor().copy("COPY article_times (article_id, version_id, in_force_from, in_force_until, undetermined, "
                             "basis) FROM STDIN") as copy:
-        for article_id, t in zip(ids, time.articles):
+        for article_id, t in zip(ids, time.articles, strict=True):
             copy.write_row((article_id, version_id, t.in_force_from, t.in_force_until, t.undetermined, t.basis))
     with conn.cursor().copy("COPY article_events (article_id, ordinal, kind, unit, from_date, until_date, determined, "
                             "partial, source_act, source_unit, text) FROM STDIN") as copy:
-        for article_id, t in zip(ids, time.articles):
+        for article_id, t in zip(ids, time.articles, strict=True):
             for i, e in enumerate(t.events, start=1):
                 copy.write_row((article_id, i, e.kind, e.unit, e.start, e.end, e.determined, e.partial, e.source_act,
                                 e.source_unit, e.text))

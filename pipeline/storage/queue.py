@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import psycopg
 
+from pipeline.storage.db import one_row
+
 
 def enqueue_missing(conn: psycopg.Connection, model: str, *, version_id: int | None = None) -> int:
     """Queue the texts of chunks and their pieces (of one version, or all: after a model switch, say)
@@ -41,5 +43,5 @@ OF_VERSIONS = """(%(versions)s::bigint[] IS NULL OR q.content_sha256 IN (
 
 def queued(conn: psycopg.Connection, model: str, versions: Sequence[int] | None = None) -> int:
     """Texts waiting for ``model``: all, or those of the act ``versions``."""
-    return conn.execute(f"SELECT count(*) FROM embedding_queue q WHERE q.model = %(model)s AND {OF_VERSIONS}",
-                        {"model": model, "versions": None if versions is None else list(versions)}).fetchone()[0]
+    return one_row(conn.execute(f"SELECT count(*) FROM embedding_queue q WHERE q.model = %(model)s AND {OF_VERSIONS}",
+                        {"model": model, "versions": None if versions is None else list(versions)}))[0]

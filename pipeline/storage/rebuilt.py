@@ -24,6 +24,7 @@ from pipeline.sources import chunk as chunking
 from pipeline.sources import instructions
 from pipeline.sources.parse.model import Article
 from pipeline.storage import amendments
+from pipeline.storage.db import one_row
 from pipeline.storage.queue import enqueue_missing
 
 # Which rules rebuilt a text's wordings: the instructions' reader and this module's periods.
@@ -83,10 +84,10 @@ def refresh(conn: psycopg.Connection, version_id: int) -> int:
         conn.execute("DELETE FROM rebuilt_articles WHERE version_id = %s", (version_id,))  # their chunks cascade
         sizes = settings()
         for article_id, number, headings, repealed, start, until, wording, applied in wanted:
-            rebuilt_id = conn.execute(
+            rebuilt_id = one_row(conn.execute(
                 "INSERT INTO rebuilt_articles (article_id, version_id, article, in_force_from, in_force_until, "
                 "text, rebuilt_from) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING rebuilt_id",
-                (article_id, version_id, number, start, until, wording, Jsonb(applied))).fetchone()[0]
+                (article_id, version_id, number, start, until, wording, Jsonb(applied))))[0]
             _write_chunks(conn, version_id, article_id, rebuilt_id,
                           Article(number, wording, list(headings or []), repealed), title[0] or "",
                           sizes.chunk_chars, sizes.chunk_overlap)
@@ -109,7 +110,7 @@ def _write_chunks(conn: psycopg.Connection, version_id: int, article_id: int, re
         for c in chunks:
             copy.write_row((article_id, version_id, c.article, c.part, c.part_count, article.repealed, c.text,
                             c.embed_text, c.content_sha256, rebuilt_id))
-    ids = dict(conn.execute("SELECT part, chunk_id FROM chunks WHERE rebuilt_id = %s", (rebuilt_id,)).fetchall())
+    ids: dict[int, int] = dict(conn.execute("SELECT part, chunk_id FROM chunks WHERE rebuilt_id = %s", (rebuilt_id,)).fetchall())
     with conn.cursor().copy("COPY chunk_pieces (chunk_id, piece, embed_text, content_sha256) FROM STDIN") as copy:
         for c in chunks:
             for piece in chunking.chunk_pieces(c.embed_text, c.text):

@@ -57,10 +57,10 @@ class RunLog:
                     "WHERE run_id = %s AND status = 'running'",
                     (run_id,),
                 )
-        return self.conn.execute(
+        return db.one_row(self.conn.execute(
             "INSERT INTO ingest_runs (eli, source, host, pid) VALUES (%s, %s, %s, %s) RETURNING run_id",
             (eli, source, host, os.getpid()),
-        ).fetchone()[0]
+        ))[0]
 
     def finish(self, run_id: int, status: str, *, version_id: int | None = None, message: str | None = None,
                stats: dict | None = None) -> None:
@@ -72,7 +72,7 @@ class RunLog:
 
     def try_sync_lock(self) -> bool:
         """Take the sync lock for this connection's session (False: another sync holds it)."""
-        return bool(self.conn.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK,)).fetchone()[0])
+        return bool(db.one_row(self.conn.execute("SELECT pg_try_advisory_lock(%s)", (SYNC_LOCK,)))[0])
 
     def release_sync_lock(self) -> None:
         if self._conn is not None and not self._conn.closed:

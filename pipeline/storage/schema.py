@@ -7,11 +7,14 @@ import hashlib
 import logging
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 import psycopg
 
 from pipeline.storage import db, derived
 from pipeline.core.redact import redact_url
+from pipeline.core.errors import UsageError, one_line
+from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
 log = logging.getLogger(__name__)
@@ -24,8 +27,6 @@ INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql
                    "security.sql")  # last: it pins and hands over the functions the others made
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
-from pipeline.core.errors import UsageError, one_line
-from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
 
 
 def _config(url: str):
@@ -49,14 +50,14 @@ def _revisions() -> dict[str, tuple[str | None, str]]:
     holds the two equal."""
     revisions: dict[str, tuple[str | None, str]] = {}
     for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
-        names: dict[str, object] = {}
+        names: dict[str, Any] = {}  # what literal_eval read
         module = ast.parse(path.read_text(encoding="utf-8"))
         for node in module.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if node.targets[0].id in ("revision", "down_revision"):
                     names[node.targets[0].id] = ast.literal_eval(node.value)
         if isinstance(names.get("revision"), str):
-            revisions[names["revision"]] = (names.get("down_revision"),  # type: ignore[index,assignment]
+            revisions[names["revision"]] = (names.get("down_revision"),
                                             (ast.get_docstring(module) or "").split("\n", 1)[0])
     return revisions
 
@@ -115,7 +116,7 @@ def _preflight(url: str) -> None:
     database newer than this code, a server without pgvector, a read-only one (_refuse_read_only)."""
     with db.connect(url, autocommit=True) as conn:
         refuse_newer(current_revision(conn))
-        vector = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')").fetchone()[0]
+        vector = db.one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"))[0]
         if not vector:
             raise db.DatabaseError(f"the server at {redact_url(url)} has no pgvector extension: install pgvector 0.8 "
                                    "or newer there (e.g. the pgvector/pgvector image), or unset DATABASE_URL to use "
@@ -176,8 +177,8 @@ def _refuse_read_only(conn: psycopg.Connection, url: str) -> None:
     default), before a migration fails there on its first statement ("cannot execute ALTER TEXT
     SEARCH CONFIGURATION in a read-only transaction"). Migrations run on the primary only; a
     standby gets them by replaying its WAL."""
-    standby, read_only = conn.execute(
-        "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'").fetchone()
+    standby, read_only = db.one_row(conn.execute(
+        "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'"))
     if not (standby or read_only):
         return
     have = f"revision {current_revision(conn) or 'none'}, SQL interface {(applied_interface(conn) or 'none')[:12]}"
@@ -241,7 +242,7 @@ def ensure_current(url: str) -> None:
                 "(pipeline db grant-reader) is for SQL through the views and search_chunks(); the pipeline "
                 "needs the role that owns its tables") from None
         if current == head_revision() and applied_interface(conn) == interface_sql()[1]:
-            if derived.any_stale(conn) and not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+            if derived.any_stale(conn) and not db.one_row(conn.execute("SELECT pg_is_in_recovery()"))[0]:
                 backfill_derived(url)  # not on a standby: it serves reads, without what it lacks
             return
     refuse_newer(current)
@@ -352,7 +353,7 @@ def grant_reader(url: str, role: str, password: str | None = None, *,
             conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(ident))
         if password is not None:
             conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(ident, sql.Literal(password)))
-        db_name = conn.execute("SELECT current_database()").fetchone()[0]
+        db_name = db.one_row(conn.execute("SELECT current_database()"))[0]
         database = sql.Identifier(db_name)
         conn.execute(sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(ident, sql.Literal(connection_limit)))
         # In this database only: the role may read other databases of the server under other rules.
@@ -366,9 +367,9 @@ def grant_reader(url: str, role: str, password: str | None = None, *,
             conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.Identifier(view), ident))
         for fn in READER_FUNCTIONS:  # fixed signatures above, not user input
             conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION " + fn + " TO {}").format(ident))
-        can_log_in, owner = conn.execute(
+        can_log_in, owner = db.one_row(conn.execute(
             "SELECT r.rolcanlogin, (SELECT p.proowner::regrole::text FROM pg_proc p "
-            "WHERE p.oid = 'search_chunks'::regproc) FROM pg_roles r WHERE r.rolname = %s", (role,)).fetchone()
+            "WHERE p.oid = 'search_chunks'::regproc) FROM pg_roles r WHERE r.rolname = %s", (role,)))
     return {"can_log_in": can_log_in, "statement_timeout": _shown_duration(timeout_ms),
             "connection_limit": connection_limit, "owner_role": owner, "notes": notes}
 
@@ -384,14 +385,14 @@ def _revoke_temporary(conn: psycopg.Connection, role: str, db_name: str) -> list
 
     database, ident = sql.Identifier(db_name), sql.Identifier(role)
     conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(database, ident))
-    if not conn.execute("SELECT has_database_privilege('public', current_database(), 'TEMPORARY')").fetchone()[0]:
+    if not db.one_row(conn.execute("SELECT has_database_privilege('public', current_database(), 'TEMPORARY')"))[0]:
         return []
     for (owner,) in conn.execute(
             "SELECT DISTINCT r.rolname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
             "WHERE c.relnamespace = current_schema()::regnamespace AND NOT r.rolsuper").fetchall():
         conn.execute(sql.SQL("GRANT TEMPORARY ON DATABASE {} TO {}").format(database, sql.Identifier(owner)))
     conn.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(database))
-    if conn.execute("SELECT has_database_privilege(%s, current_database(), 'TEMPORARY')", (role,)).fetchone()[0]:
+    if db.one_row(conn.execute("SELECT has_database_privilege(%s, current_database(), 'TEMPORARY')", (role,)))[0]:
         return [f"{role} can still create temporary tables: only the owner of database {db_name} can take "
                 f"TEMPORARY from PUBLIC (REVOKE TEMPORARY ON DATABASE {db_name} FROM PUBLIC)"]
     return [f"TEMPORARY on database {db_name} is now revoked from PUBLIC (every role had it): grant it by name "
@@ -407,4 +408,4 @@ def _shown_duration(ms: int) -> str:
 
 
 def _schema(conn: psycopg.Connection) -> str:
-    return conn.execute("SELECT current_schema()").fetchone()[0]
+    return db.one_row(conn.execute("SELECT current_schema()"))[0]

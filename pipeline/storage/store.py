@@ -22,6 +22,7 @@ from pipeline.sources.chunk import Piece
 from pipeline.sources.prepare import PreparedArticle, PreparedText
 from pipeline.sources.record import LOCAL_FILE, PROVENANCE, EliRecord
 from pipeline.storage import amendments, context, currency, derived, legal_time
+from pipeline.storage.db import one_row
 from pipeline.storage.queue import enqueue_missing
 
 
@@ -77,7 +78,7 @@ def upsert_act(conn: psycopg.Connection, record: EliRecord) -> EliRecord:
     ).fetchone()
     if row is not None:
         return record
-    return EliRecord.read(conn.execute("SELECT meta FROM acts WHERE eli = %s", (record.eli,)).fetchone()[0])
+    return EliRecord.read(one_row(conn.execute("SELECT meta FROM acts WHERE eli = %s", (record.eli,)))[0])
 
 
 def record_in_effect(conn: psycopg.Connection, record: EliRecord) -> EliRecord:
@@ -163,7 +164,7 @@ def store_version(conn: psycopg.Connection, text: PreparedText, *, model: str | 
             "SELECT article_id, part, chunk_id FROM chunks WHERE version_id = %s", (version_id,))}
         copy_pieces(conn, ((chunk_ids[ids[ordinal], c.part], piece)
                            for ordinal, p in enumerate(articles, start=1)
-                           for c, pieces in zip(p.chunks, p.pieces) for piece in pieces))
+                           for c, pieces in zip(p.chunks, p.pieces, strict=True) for piece in pieces))
         # What each article refers to and the act's definitions (revision 0009), in the same transaction.
         context.write(conn, version_id, text.context)
         # What only the text says of time (revision 0010): its footnotes, the date it prints.
@@ -184,7 +185,7 @@ def insert_version(conn: psycopg.Connection, eli: str, version_no: int, base: st
                    source_sha256: str, text_sha256: str, valid_from: dt.date | None, article_count: int,
                    chunk_count: int, changes: dict[str, list[str]]) -> int:
     """The act_versions row of a new version; its version_id."""
-    return conn.execute(
+    return one_row(conn.execute(
         """
         INSERT INTO act_versions (eli, version_no, base_eli, source_format, source_sha256, text_sha256,
                                   valid_from, article_count, chunk_count, changes)
@@ -192,7 +193,7 @@ def insert_version(conn: psycopg.Connection, eli: str, version_no: int, base: st
         """,
         (eli, version_no, base, source_format, source_sha256, text_sha256, valid_from, article_count, chunk_count,
          Jsonb(changes)),
-    ).fetchone()[0]
+    ))[0]
 
 
 def copy_articles(conn: psycopg.Connection, version_id: int, rows: Iterable[tuple]) -> dict[int, int]:
@@ -270,8 +271,8 @@ def _previous_text(conn: psycopg.Connection, base: str, eli: str, since: dt.date
 def _changes(conn: psycopg.Connection, previous_version: int,
              articles: list[PreparedArticle]) -> dict[str, list[str]]:
     """Articles added, changed (text differs) and removed relative to the previous version."""
-    old = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s ORDER BY ordinal",
-                            (previous_version,)).fetchall())
+    old: dict[str, str] = dict(conn.execute("SELECT article, text_sha256 FROM articles WHERE version_id = %s "
+                                            "ORDER BY ordinal", (previous_version,)).fetchall())
     new = {p.article.number: p.text_sha256 for p in articles}
     return {
         "added": [n for n in new if n not in old],
@@ -319,7 +320,7 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
 
     eli = str(parse_act_id(act))
     with conn.transaction():
-        if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SYNC_LOCK,)).fetchone()[0]:
+        if not one_row(conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SYNC_LOCK,)))[0]:
             raise RemoveBusy("a pipeline sync is running and could ingest the act again; "
                              "remove it when the sync has finished")
         row = conn.execute("SELECT base_eli FROM acts WHERE eli = %(e)s OR base_eli = %(e)s LIMIT 1",
@@ -330,9 +331,9 @@ def remove_act(conn: psycopg.Connection, act: str) -> Removed:
         elis = [r[0] for r in conn.execute("SELECT eli FROM acts WHERE base_eli = %s ORDER BY eli", (base,))]
         for e in sorted({base, *elis}):  # as ingest takes them: no version of the act is being written
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(e),))
-        versions, chunks = conn.execute(
+        versions, chunks = one_row(conn.execute(
             "SELECT count(DISTINCT v.version_id), count(c.chunk_id) FILTER (WHERE c.rebuilt_id IS NULL) "
-            "FROM act_versions v LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)).fetchone()
+            "FROM act_versions v LEFT JOIN chunks c USING (version_id) WHERE v.eli = ANY(%s)", (elis,)))
         touched = derived.touched(conn, elis)  # the texts it dated, repealed or amended: known only before the delete
         conn.execute("DELETE FROM acts WHERE eli = ANY(%s)", (elis,))  # versions, articles, chunks cascade
         # Their time and wordings without it: a repeal or a date it brought goes with it, and what it added.

@@ -41,12 +41,13 @@ from pipeline.interfaces.web.render import (CHECK_STATUSES, amending_units, answ
                                             marked_text, timeline_kind, units)
 from pipeline.interfaces.web.urls import article_url, search_url
 from pipeline.service import Service
+from pipeline.service.results import ActRecord
 
 log = logging.getLogger("pipeline.web")
 
 ACTS_TTL = 30.0  # seconds the act list (the search form's filter) is reused: ingest is a CLI's job, rare
 HIT_K = 5
-EMPTY_FORM = {"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False}
+EMPTY_FORM: dict[str, Any] = {"q": "", "acts": [], "as_of": None, "choices": [], "open": False, "focus": False}
 # What a visitor refused by the listening guard (pipeline.interfaces.listening) reads.
 REFUSALS = {
     "host": "Ten serwer nie odpowiada pod tym adresem.",
@@ -69,7 +70,7 @@ class Web:
                                       timeline_kind=timeline_kind,
                                       highlight=highlight, date=date_pl, version=__version__,
                                       max_question=MAX_QUESTION_CHARS)
-        self._acts: tuple[float, list[dict]] | None = None
+        self._acts: tuple[float, list[ActRecord]] | None = None
         self._acts_lock = threading.Lock()
 
     # -- helpers --
@@ -78,7 +79,7 @@ class Web:
         html = self.templates.get_template(name).render(**context)
         return HTMLResponse(html, status_code=status, headers=headers)
 
-    def stored_acts(self) -> list[dict]:
+    def stored_acts(self) -> list[ActRecord]:
         """Service.acts(), reused for ACTS_TTL seconds (the search form lists them on every page)."""
         with self._acts_lock:
             if self._acts and time.monotonic() - self._acts[0] < ACTS_TTL:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -59,7 +60,7 @@ def badge(currency: dict | None) -> dict:
     if not currency:
         return {"kind": "unknown", "label": "aktualność nieznana", "note": ""}
     note = currency.get("note") or ""
-    state = currency.get("state")
+    state = currency.get("state") or "unknown"
     if state == "amended":
         amended = currency.get("amended_after") or []
         latest = max(amended, key=lambda a: str(a.get("date") or ""))
@@ -83,11 +84,11 @@ CHECK_STATUSES = {"ok": "poprawne", "not_found": "nie ma takiego przepisu", "not
                   "ambiguous": "niejednoznaczne"}
 
 
-def marked_text(text: str, citations: list[dict]) -> Markup:
+def marked_text(text: str, citations: Sequence[Mapping[str, Any]]) -> Markup:
     """The checked text, escaped, each citation marked with its status (a list of units cited in one place
     takes the worst of their statuses), in paragraphs."""
     worst = ["ok", "undetermined", "ambiguous", "act_not_stored", "not_in_force", "not_found"]
-    spans: dict[tuple[int, int], list[dict]] = {}
+    spans: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
     for c in citations:
         spans.setdefault((c["start"], c["end"]), []).append(c)
     out: list[Markup] = []

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pipeline.core import units
 from pipeline.core.numbering import label_end
-from pipeline.sources.parse.model import Article
+from pipeline.sources.parse.model import Article, Footnote
 
 # "(uchylony)", and "(utracił moc)" for a provision that lost force: neither has text in force.
 _REPEALED = re.compile(r"\((?:uchylony|uchylone|uchylona|utracił moc|utraciły moc|utraciła moc)\)\.?")
@@ -85,7 +85,7 @@ def _unit_wordings(art: Article, warnings: list[str]) -> list[Article]:
     text whose footnotes are not read) where a paragraph's "§" label is printed twice in a row (a
     numbered ustęp "1." cannot be told from other numbered lines). Two articles, each with one wording."""
     blocks = _blocks(art)
-    notes_on = {}
+    notes_on: dict[int | None, list[Footnote]] = {}
     for f in art.footnotes:
         notes_on.setdefault(f.line, []).append(f)
     starting = {start: (start, end, found) for start, end, found in blocks}

@@ -23,7 +23,7 @@ from pathlib import Path
 try:
     import fcntl
 except ImportError:  # not POSIX: no lock, concurrent parses of one text just repeat the work
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # the module's name, None where it is missing
 
 from pipeline.core.files import write_atomic
 from pipeline.sources.parse.model import ParsedAct

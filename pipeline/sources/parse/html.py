@@ -16,7 +16,7 @@ import lxml.html
 from lxml import etree
 
 from pipeline.core import units
-from pipeline.core.numbering import LETTER, NUMBER, label_end, sort_key, split_range
+from pipeline.core.numbering import LETTER, NUMBER, Key, label_end, sort_key, split_range
 from pipeline.sources.parse.articles import is_repealed, split_wordings
 from pipeline.sources.parse.model import Article, Footnote, ParsedAct, ParseError, mark, take_marks
 
@@ -121,7 +121,7 @@ class _Renderer:
             return
         tip = next((c for c in el.iter() if isinstance(c.tag, str) and "tooltip-text" in _classes(c)), None)
         text = " ".join(" ".join(_Renderer().lines_of(tip)).split()) if tip is not None else ""
-        self.notes.setdefault(int(number.group(0)), text)  # type: ignore[union-attr]
+        self.notes.setdefault(int(number.group(0)), text)  # type: ignore[union-attr]  # called only where notes are kept
         glue, stick = self.glue, self.stick
         self.attach(mark(number.group(0)))
         self.glue, self.stick = glue, stick  # a mark is no text: a label's line goes on after it
@@ -199,7 +199,7 @@ def _space_after_sup(tail: str) -> bool:
     if tail[0] == "§":
         return True
     m = _LETTERS.match(tail)
-    return bool(m) and (len(m.group(0)) > 2 or m.group(0).lower() in _SHORT_WORDS)
+    return m is not None and (len(m.group(0)) > 2 or m.group(0).lower() in _SHORT_WORDS)
 
 
 def inline_text(el: etree._Element, notes: dict[int, str] | None = None) -> str:
@@ -354,7 +354,7 @@ def _with_footnotes(text: str, notes: dict[int, str]) -> tuple[str, list[Footnot
     plain = [line for line, _ in lines]
     where = units.paths(plain, label_end(plain[0]) if plain else 0)
     found = [Footnote(n, notes.get(n, ""), unit, line=i)
-             for i, ((_, numbers), unit) in enumerate(zip(lines, where)) for n in numbers]
+             for i, ((_, numbers), unit) in enumerate(zip(lines, where, strict=True)) for n in numbers]
     return "\n".join(plain), found
 
 
@@ -363,7 +363,7 @@ def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings
     bookmark says ``_a536``): trust the bookmark only where the printed number breaks the
     order between its neighbours and the bookmark's number fits there."""
 
-    def key(number: str) -> tuple[int, int, str] | None:
+    def key(number: str) -> Key | None:
         try:
             return sort_key(number)
         except ValueError:
@@ -374,7 +374,7 @@ def _fix_mislabeled(articles: list[Article], bookmarks: dict[int, str], warnings
         if mark is None or mark == art.number or i == 0 or i == len(articles) - 1:
             continue
         prev, cur, nxt, alt = (key(n) for n in (articles[i - 1].number, art.number, articles[i + 1].number, mark))
-        if None in (prev, cur, nxt, alt) or prev < cur < nxt or not prev < alt < nxt:  # type: ignore[operator]
+        if None in (prev, cur, nxt, alt) or prev < cur < nxt or not prev < alt < nxt:  # type: ignore[operator]  # None: out
             continue
         warnings.append(f"art. {art.number} printed over art. {mark} (by its bookmark): numbered {mark}")
         art.text = f"Art. {mark}." + art.text[len(f"Art. {art.number}.") :]
@@ -436,7 +436,7 @@ def parse_html(data: bytes) -> ParsedAct:
 def _notes_outside(root: etree._Element, notes: dict[int, str], articles: list[Article]) -> list[Footnote]:
     """The footnotes of the document that no article's text marks (the title's, the announcement's)."""
     inside = {f.number for a in articles for f in a.footnotes}
-    found = {}
+    found: dict[int, str] = {}
     for el in root.iter():
         if isinstance(el.tag, str) and "gloss-link" in _classes(el):
             sup = el.find(".//sup")

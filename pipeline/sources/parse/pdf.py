@@ -413,8 +413,8 @@ def _build_act(lines: list[_Line], pages: int, body: float, notes: dict[int, str
     for block in blocks:
         text = join_hyphenated(block.lines)
         label = _ART.match(text) or _ART_RANGE.match(text)
-        gone = bool(label and is_repealed(text[label.end():]))
-        result.append(Article(block.number, text, block.heading_path, gone, _footnotes(block, text, notes)))
+        repealed = bool(label and is_repealed(text[label.end():]))
+        result.append(Article(block.number, text, block.heading_path, repealed, _footnotes(block, text, notes)))
     # Consolidated texts print an article twice when an amendment is pending: keep both in one.
     result = split_wordings(result, warnings)
     return ParsedAct(result, title=title, source_format="pdf", pages=pages, warnings=warnings)
