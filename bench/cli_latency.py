@@ -31,7 +31,7 @@ schema.ensure_current(url); mark("migration check")
 conn = db.connect(url); mark("connect")
 conn.execute("SELECT to_tsvector('polish', 'urlop')"); conn.rollback(); mark("Polish dictionary load (per connection)")
 emb = pipeline.embedders.embedder_from_env(); v = emb.embed_query("rozgrzewka"); mark("model load + first query")
-hits = search.search(conn, sys.argv[1], emb, k=5); mark("search (embed query + SQL)")
+hits = search.search(conn, sys.argv[1], emb, settings=search.SearchSettings(k=5)); mark("search (embed query + SQL)")
 from pipeline.retrieval.refusal import decide
 search.vector_gap(conn, emb.name); decide(hits, emb.name); mark("warnings (queue check, refusal verdict)")
 print(json.dumps({"marks": marks, "hits": len(hits)}))

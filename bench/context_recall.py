@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.core.limits import CONTEXT_CHARS, MAX_K
     from pipeline.retrieval.context import context_for
     from pipeline.retrieval.evaluate import load_questions, select_ids
-    from pipeline.retrieval.search import search
+    from pipeline.retrieval.search import SearchSettings, search
 
     budget = CONTEXT_CHARS if args.budget is None else args.budget
     questions = [q for q in select_ids(load_questions(Path(args.questions)), args.ids) if q.answerable]
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         embedder = law.embedder() if args.mode != "text" else None
 
         def run(conn, q):
-            hits = search(conn, q.question, embedder, k=MAX_K, mode=args.mode)
+            hits = search(conn, q.question, embedder, settings=SearchSettings(k=MAX_K, mode=args.mode))
             top = hits[: args.k]
             items = context_for(conn, top, q.question, budget=budget)
             return hits, top, items

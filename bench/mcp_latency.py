@@ -101,7 +101,7 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
                 sys.exit(f"search_law failed: {first.content[0].text}")
             out["ready"] = time.perf_counter() - t_start
             with db.connect(url) as conn:
-                search.search(conn, "rozgrzewka", embedder, k=5)  # connection, dictionary and model warm
+                search.search(conn, "rozgrzewka", embedder, settings=search.SearchSettings(k=5))  # connection, dictionary and model warm
                 for i in range(max(calls, cli_runs)):
                     q = qs[i % len(qs)]
                     if i < calls:
@@ -111,7 +111,7 @@ def measure(url: str, qs: list[str], calls: int, cli_runs: int) -> dict[str, lis
                         if result.is_error or len(result.structured_content["hits"]) != 5:
                             sys.exit(f"search_law failed: {result.content}")
                         t0 = time.perf_counter()
-                        search.search(conn, q, embedder, k=5)
+                        search.search(conn, q, embedder, settings=search.SearchSettings(k=5))
                         out["in process"].append(time.perf_counter() - t0)
                     if i < cli_runs:
                         out["cold CLI"].append(cli_once(url, q))

@@ -50,7 +50,7 @@ from pipeline.storage.db import sparsevec_literal
 from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import decide
-from pipeline.retrieval.search import embedded_query, search
+from pipeline.retrieval.search import Scope, SearchSettings, embedded_query, search
 
 K1 = 1.2  # bm25_tf's k1 (sql/search.sql): a lexeme's BM25 is at most idf × (k1 + 1)
 SIGNALS = ("similarity", "agreement", "coverage", "known_terms", "peak", "over_background", "sparse_cosine",
@@ -104,7 +104,7 @@ class ChunkVectors:
 
 def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts: list[str],
             held_out: tuple[str, ...]) -> dict:
-    hits = search(conn, q.question, emb, k=10, acts=[a for a in acts if a not in held_out])
+    hits = search(conn, q.question, emb, scope=Scope(acts=[a for a in acts if a not in held_out]), settings=SearchSettings(k=10))
     verdict = decide(hits, emb.name)
     own = conn.execute("SELECT tsvector_to_array(to_tsvector('polish', %s))", (q.question,)).fetchone()[0]
     terms = conn.execute("SELECT search_terms(%s)", (q.question,)).fetchone()[0]
@@ -113,7 +113,7 @@ def signals(conn, emb, df: DocFreq, background: ChunkVectors, q: Question, acts:
     sparse_cosine = None
     if sparse_head(emb) is not None:
         spq = sparsevec_literal(emb.embed_sparse([q.question])[0], emb.sparse_dimensions)
-        top = search(conn, q.question, emb, k=10, mode="sparse", acts=[a for a in acts if a not in held_out])
+        top = search(conn, q.question, emb, scope=Scope(acts=[a for a in acts if a not in held_out]), settings=SearchSettings(k=10, mode="sparse"))
         sparse_cosine = conn.execute(
             """SELECT max(-(s.embedding <#> w.q) / nullif(l2_norm(s.embedding) * l2_norm(w.q), 0))
                FROM (SELECT sparse_query(%s, %s::sparsevec) AS q) w

@@ -24,7 +24,7 @@ from pipeline.storage import db
 from pipeline.embedders import embedder_from_env, sparse_head
 from pipeline.retrieval.evaluate import Question, load_questions, select_ids
 from pipeline.retrieval.refusal import arms_agree
-from pipeline.retrieval.search import ModelProfile, profile, search
+from pipeline.retrieval.search import ModelProfile, SearchSettings, profile, search
 
 
 # Each setting on its own against the baseline (RRF 60, text weight 1.25). Options left out come from
@@ -95,7 +95,9 @@ def run(conn, embedder, groups: dict[str, list[Question]], ingested: set[str], m
     for name, qs in groups.items():
         ranks = []
         for q in qs:
-            hits = search(conn, q.question, embedder if mode != "text" else None, k=K, mode=mode, **opts)
+            fusion = profile(embedder.name).fusion.overridden(opts) if opts else None
+            hits = search(conn, q.question, embedder if mode != "text" else None,
+                          settings=SearchSettings(k=K, mode=mode, fusion=fusion))
             hits_by_id[q.id] = hits
             if q.answerable and all(a in ingested for a, _ in q.expect):
                 ranks.append(_rank(hits, q.expect))
@@ -168,8 +170,8 @@ def main() -> None:
         results["settings"][name]["_hits"] = r["hits"]
     # Refusal: calibrated on the tune half with the model's chosen fusion.
     prof = profile(embedder.name)
-    chosen = {"fusion": prof.fusion, "text_weight": prof.text_weight, "vector_weight": prof.vector_weight,
-              "sparse_weight": prof.sparse_weight, "rrf_k": prof.rrf_k, "fetch_k": prof.fetch_k}
+    chosen = {"fusion": prof.fusion.method, "text_weight": prof.fusion.text_weight, "vector_weight": prof.fusion.vector_weight,
+              "sparse_weight": prof.fusion.sparse_weight, "rrf_k": prof.fusion.rrf_k, "fetch_k": prof.fusion.fetch_k}
     r = run(conn, embedder, groups, ingested, "hybrid", chosen)
     cal = calibrate(groups, r["hits"], ingested, prof)
     results["refusal"] = cal

@@ -41,11 +41,11 @@ def main() -> None:
     times: dict[str, list[float]] = {"without sparse": [], "with sparse": []}
     for rnd in range(3):
         for text, vector, sparse in queries:
-            order = [("without sparse", None, 0.0), ("with sparse", sparse, prof.sparse_weight)]
+            order = [("without sparse", None, 0.0), ("with sparse", sparse, prof.fusion.sparse_weight)]
             for name, sp, weight in order if rnd % 2 == 0 else order[::-1]:
                 t0 = time.perf_counter()
-                conn.execute(SQL, (text, vector, model.name, prof.vector_weight, prof.text_weight, prof.fetch_k,
-                                   prof.fusion, sp, weight)).fetchone()
+                conn.execute(SQL, (text, vector, model.name, prof.fusion.vector_weight, prof.fusion.text_weight, prof.fusion.fetch_k,
+                                   prof.fusion.method, sp, weight)).fetchone()
                 conn.commit()
                 if rnd:
                     times[name].append((time.perf_counter() - t0) * 1000)

@@ -16,6 +16,7 @@ from support.cli import run_cli
 from support.corpus import parsed_act, store_text
 from support.paths import mirror_meta, require_mirror
 
+from pipeline.retrieval.search import Scope, SearchSettings
 from pipeline import Service
 from pipeline.core.errors import ArticleNotFound
 from pipeline.sources.rewording import rebuild
@@ -175,7 +176,7 @@ def test_a_new_list_alone_rebuilds_the_searchable_wordings(cyber):
     rows = art3_rows()
     assert len(rows) == 1 and words in rows[0]
     with psycopg.connect(cyber) as c:
-        hits = search(c, words, None, k=5, mode="text", as_of=AFTER, acts=[CYBER])
+        hits = search(c, words, None, as_of=AFTER, scope=Scope(acts=[CYBER]), settings=SearchSettings(k=5, mode="text"))
     assert any(h.article == "3" and h.official is False for h in hits)
     _listing(cyber)
     assert art3_rows() == []

@@ -20,6 +20,7 @@ from embedding_stand_in import StandInEmbedder
 from psycopg.pq import TransactionStatus
 
 import pipeline
+from pipeline.retrieval.search import Scope, SearchSettings
 from pipeline.storage import articles
 from pipeline.retrieval import search
 from pipeline.core.errors import ArticleNotFound, PipelineError, UsageError
@@ -39,7 +40,7 @@ def service_conn(stand_in_corpus_url):
 
 
 def test_search_works_on_a_connection_without_pgvector_adapters(service_conn):
-    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=5)
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), settings=SearchSettings(k=5))
     assert [h.act for h in hits][:1] and any((h.act, h.article) == ("DU/2025/277", "154") for h in hits)
     assert service_conn.info.transaction_status == IDLE  # began its own transaction, and ended it
 
@@ -47,7 +48,7 @@ def test_search_works_on_a_connection_without_pgvector_adapters(service_conn):
 def test_reads_keep_the_callers_open_transaction_and_its_work(service_conn):
     service_conn.execute("INSERT INTO audit VALUES ('before search')")
     assert service_conn.info.transaction_status == INTRANS
-    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=3)
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), settings=SearchSettings(k=3))
     found = articles.get_article(service_conn, "DU/2025/277", "154")
     gap = search.vector_gap(service_conn, StandInEmbedder().name)
     assert hits and found["article"] == "154" and gap is None
@@ -60,16 +61,16 @@ def test_reads_keep_the_callers_open_transaction_and_its_work(service_conn):
 
     with service_conn.transaction():  # psycopg's own block: no explicit rollback() inside it
         service_conn.execute("INSERT INTO audit VALUES ('in a block')")
-        assert search.search(service_conn, QUESTION, None, k=3, mode="text")
+        assert search.search(service_conn, QUESTION, None, settings=SearchSettings(k=3, mode="text"))
     assert service_conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 2
     service_conn.commit()
 
 
 def test_bad_arguments_of_a_search_are_usage_errors(service_conn):
     for call, message in [
-        (lambda: search.search(service_conn, None, None, mode="text"), "the question must be a string"),
-        (lambda: search.search(service_conn, "urlop", None, mode="text", acts="DU/2025/277"), "acts must be a list"),
-        (lambda: search.search(service_conn, "urlop", None, mode="text", as_of=dt.datetime(2025, 6, 1, 12)),
+        (lambda: search.search(service_conn, None, None, settings=SearchSettings(mode="text")), "the question must be a string"),
+        (lambda: search.search(service_conn, "urlop", None, scope=Scope(acts="DU/2025/277"), settings=SearchSettings(mode="text")), "acts must be a list"),
+        (lambda: search.search(service_conn, "urlop", None, as_of=dt.datetime(2025, 6, 1, 12), settings=SearchSettings(mode="text")),
          "not a datetime"),
         (lambda: articles.get_article(service_conn, "DU/2025/277", "abc!"), "is not an article number"),
     ]:
@@ -108,7 +109,8 @@ def test_bad_input_is_a_usage_error_and_the_connection_stays_usable(service_conn
     call = {"query": QUESTION, "embedder": StandInEmbedder(), **kwargs}
     service_conn.execute("INSERT INTO audit VALUES ('pending')")
     with pytest.raises(PipelineError) as caught:  # UsageError, ActNotFound (a LookupError), InvalidActId
-        search.search(service_conn, call.pop("query"), call.pop("embedder"), **call)
+        search.search(service_conn, call.pop("query"), call.pop("embedder"), as_of=call.pop("as_of", None),
+                      scope=Scope(acts=call.pop("acts", None)), settings=SearchSettings(**call))
     assert message in str(caught.value)
     assert service_conn.info.transaction_status == INTRANS  # not INERROR: the caller's work is intact
     assert service_conn.execute("SELECT count(*) FROM audit").fetchone()[0] == 1
@@ -121,10 +123,10 @@ def test_a_connection_with_another_row_factory_reads_the_same(service_conn, stan
     from psycopg.rows import dict_row
 
     expected = (articles.list_acts(service_conn), articles.get_article(service_conn, "DU/2025/277", "154"),
-                [h.to_dict() for h in search.search(service_conn, QUESTION, StandInEmbedder(), k=3)])
+                [h.to_dict() for h in search.search(service_conn, QUESTION, StandInEmbedder(), settings=SearchSettings(k=3))])
     with psycopg.connect(stand_in_corpus_url, row_factory=dict_row) as rows_as_dicts:
         got = (articles.list_acts(rows_as_dicts), articles.get_article(rows_as_dicts, "DU/2025/277", "154"),
-               [h.to_dict() for h in search.search(rows_as_dicts, QUESTION, StandInEmbedder(), k=3)])
+               [h.to_dict() for h in search.search(rows_as_dicts, QUESTION, StandInEmbedder(), settings=SearchSettings(k=3))])
         assert rows_as_dicts.row_factory is dict_row
         assert rows_as_dicts.execute("SELECT 1 AS one").fetchone() == {"one": 1}
     assert got == expected
@@ -143,7 +145,7 @@ def test_a_failed_or_broken_connection_is_a_pipeline_error(service_conn):
     with psycopg.connect(service_conn.info.dsn, autocommit=True) as admin:  # the server ends it (a restart)
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     with pytest.raises(ConnectionLost, match="the database connection failed"):
-        search.search(service_conn, QUESTION, StandInEmbedder(), k=3)
+        search.search(service_conn, QUESTION, StandInEmbedder(), settings=SearchSettings(k=3))
 
 
 def test_drain_queue_refuses_to_commit_the_callers_work(scratch_url):
@@ -167,10 +169,10 @@ def test_wrong_types_for_an_article_or_the_acts_of_an_answer_are_usage_errors(se
         articles.get_article(service_conn, "DU/2025/277", 154)
     config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
     with pytest.raises(UsageError, match="acts must be a list of act ids"):  # not "invalid act id 'D'"
-        answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts="DU/2025/277", offline=True)
+        answer_question(service_conn, StandInEmbedder(), QUESTION, config, scope=Scope(acts="DU/2025/277"), offline=True)
     with pytest.raises(UsageError, match="k must be a whole number from 1 to 100 for an answer"):
-        answer_question(service_conn, StandInEmbedder(), QUESTION, config, k=1000, offline=True)
-    asked = answer_question(service_conn, StandInEmbedder(), QUESTION, config, acts=None, offline=True)
+        answer_question(service_conn, StandInEmbedder(), QUESTION, config, settings=SearchSettings(k=1000), offline=True)
+    asked = answer_question(service_conn, StandInEmbedder(), QUESTION, config, scope=Scope(acts=None), offline=True)
     assert asked.to_dict()["fragments"]  # None is every act, as for search
     assert service_conn.info.transaction_status == IDLE
 
@@ -201,7 +203,7 @@ def test_ingest_refuses_a_connection_with_a_transaction_open(scratch_url, tmp_pa
 
 
 def test_results_serialise_with_json_default(service_conn):
-    hits = search.search(service_conn, QUESTION, StandInEmbedder(), k=2, as_of=dt.date(2026, 1, 1))
+    hits = search.search(service_conn, QUESTION, StandInEmbedder(), as_of=dt.date(2026, 1, 1), settings=SearchSettings(k=2))
     text = json.dumps([h.to_dict() for h in search.with_currency(service_conn, hits)], default=pipeline.json_default)
     assert '"valid_from": "20' in text
     found = articles.get_article(service_conn, "DU/2025/277", "154")
@@ -251,19 +253,17 @@ def test_named_articles_are_read_from_the_question(question, named):
 def test_a_named_article_comes_first_and_is_answered_from_its_beginning(service_conn):
     from pipeline.answering.answer import ChatConfig, answer_question
 
-    hits = search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=5)
+    hits = search.search(service_conn, "art. 52 kp", StandInEmbedder(), settings=SearchSettings(k=5))
     assert [(h.act, h.article, h.named) for h in hits[:1]] == [("DU/2025/277", "52", True)]
     assert not any(h.named for h in hits[1:]) and len(hits) == 5
-    spelled = search.search(service_conn, "Co mówi art 30 kodeksu pracy?", StandInEmbedder(), k=3)
+    spelled = search.search(service_conn, "Co mówi art 30 kodeksu pracy?", StandInEmbedder(), settings=SearchSettings(k=3))
     assert (spelled[0].act, spelled[0].article) == ("DU/2025/277", "30")
     # Without a code named, an act filter of one act says which: art. 21 of the patients' rights act.
-    filtered = search.search(service_conn, "art. 21", StandInEmbedder(), k=3, acts=["DU/2024/581"])
+    filtered = search.search(service_conn, "art. 21", StandInEmbedder(), scope=Scope(acts=["DU/2024/581"]), settings=SearchSettings(k=3))
     assert (filtered[0].act, filtered[0].article, filtered[0].named) == ("DU/2024/581", "21", True)
     # An act filter that leaves the named code out wins; a date before its stored text finds none.
-    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=3,
-                                                  acts=["DU/2024/581"]))
-    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), k=3,
-                                                  as_of=dt.date(2020, 1, 1)))
+    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), scope=Scope(acts=["DU/2024/581"]), settings=SearchSettings(k=3)))
+    assert not any(h.named for h in search.search(service_conn, "art. 52 kp", StandInEmbedder(), as_of=dt.date(2020, 1, 1), settings=SearchSettings(k=3)))
     # Asked, it is not refused (the question says which article), and the offline answer quotes it.
     config = ChatConfig(base_url="http://127.0.0.1:9/v1", api_key="k")
     asked = answer_question(service_conn, StandInEmbedder(), "art. 52 kp", config, offline=True).to_dict()

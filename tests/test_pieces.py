@@ -21,7 +21,7 @@ from embedding_stand_in import StandInEmbedder
 from pipeline.storage import db, schema, store
 from pipeline.indexing import embed
 from pipeline.sources.chunk import PIECE_CHARS, chunk_article, chunk_pieces, searched_text
-from pipeline.retrieval.search import search
+from pipeline.retrieval.search import SearchSettings, search
 
 KP = "DU/2025/277"
 PATIENT = "DU/2024/581"
@@ -82,7 +82,7 @@ def test_the_vector_arm_scores_a_chunk_by_its_best_piece(stand_in_corpus_url):
             """SELECT p.chunk_id, p.embed_text FROM chunk_pieces p JOIN current_chunks c USING (chunk_id)
                WHERE c.eli = %s AND p.piece = 2 ORDER BY p.chunk_id LIMIT 1 OFFSET 7""", (KP,)).fetchone()
         question = piece_text.split("\n", 1)[1]
-        hits = search(c, question, embedder, k=5, mode="vector", expand=False)
+        hits = search(c, question, embedder, settings=SearchSettings(k=5, mode="vector", expand=False))
         units = c.execute("""SELECT embed_text FROM chunks WHERE chunk_id = %s
                              UNION ALL SELECT embed_text FROM chunk_pieces WHERE chunk_id = %s""",
                           (chunk_id, chunk_id)).fetchall()

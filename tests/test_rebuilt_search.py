@@ -26,7 +26,7 @@ except ImportError:  # tests/ imported as a package
     from tests.embedding_stand_in import MODEL, StandInEmbedder
 
 from pipeline.answering.citations import REBUILT_MARK
-from pipeline.retrieval.search import search
+from pipeline.retrieval.search import Scope, SearchSettings, search
 from pipeline.storage import db
 
 AFTER, BEFORE = dt.date(2019, 6, 1), dt.date(2019, 1, 1)
@@ -47,7 +47,7 @@ def amended(server_url) -> str:
 
 def _found(url: str, query: str, as_of: dt.date | None) -> list:
     with psycopg.connect(url) as conn:
-        return search(conn, query, None, k=10, mode="text", as_of=as_of, acts=["DU/2018/1000"])
+        return search(conn, query, None, as_of=as_of, scope=Scope(acts=["DU/2018/1000"]), settings=SearchSettings(k=10, mode="text"))
 
 
 def test_rebuilt_chunks_are_queued_by_content_hash_and_searched_on_their_dates(amended):

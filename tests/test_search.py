@@ -25,7 +25,7 @@ from pipeline.sources.fetch import InvalidActId
 from pipeline.sources.parse import Article
 from pipeline.sources.parse.html import parse_html
 from pipeline.embedders import sparse_head
-from pipeline.retrieval.search import profile, search
+from pipeline.retrieval.search import Scope, SearchSettings, profile, search
 
 KP = "DU/2025/277"  # Kodeks pracy, consolidated 2025 (its base act: DU/1974/141)
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
@@ -121,16 +121,16 @@ def vconn(versions):
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
 def test_act_filter_keeps_k_rows_of_that_act_only(corpus, embedder, mode):
     # A labour-law question restricted to the patient act: the filter is selective, k must still be met.
-    hits = search(corpus, NOTICE, embedder, k=10, mode=mode, acts=[PATIENT])
+    hits = search(corpus, NOTICE, embedder, scope=Scope(acts=[PATIENT]), settings=SearchSettings(k=10, mode=mode))
     assert len(hits) == 10
     assert {h.act for h in hits} == {PATIENT}
-    unfiltered = search(corpus, NOTICE, embedder, k=10, mode=mode)
+    unfiltered = search(corpus, NOTICE, embedder, settings=SearchSettings(k=10, mode=mode))
     assert KP in {h.act for h in unfiltered}  # without the filter the labour code answers
 
 
 def test_base_act_id_selects_its_consolidated_text(corpus):
     # DU/2025/277 is "Tekst jednolity dla aktu" DU/1974/141 (the Labour Code as enacted).
-    hits = search(corpus, LEAVE_ON_DEMAND, None, k=5, mode="text", acts=["DU/1974/141"])
+    hits = search(corpus, LEAVE_ON_DEMAND, None, scope=Scope(acts=["DU/1974/141"]), settings=SearchSettings(k=5, mode="text"))
     assert len(hits) == 5 and {h.act for h in hits} == {KP}
 
 
@@ -139,8 +139,7 @@ def test_as_of_picks_the_version_in_force_and_keeps_k(vconn, versions):
     embedder = StandInEmbedder()
     for as_of, version in [(dt.date(2024, 12, 31), v1), (V2_DATE, v2), (None, v2), (dt.date(2026, 1, 1), v2)]:
         for mode in ("hybrid", "vector", "text"):
-            hits = search(vconn, "Czy lekarz może odmówić obecności osoby bliskiej?", embedder, k=10, mode=mode,
-                          as_of=as_of)
+            hits = search(vconn, "Czy lekarz może odmówić obecności osoby bliskiej?", embedder, as_of=as_of, settings=SearchSettings(k=10, mode=mode))
             assert len(hits) == 10, (as_of, mode)
             assert {f[0] for f in _chunk_facts(vconn, [h.chunk_id for h in hits]).values()} == {version}, (as_of, mode)
             assert len({h.article for h in hits}) == 10  # one version: articles are not doubled
@@ -149,28 +148,28 @@ def test_as_of_picks_the_version_in_force_and_keeps_k(vconn, versions):
 def test_as_of_sees_an_article_only_while_it_exists(vconn):
     embedder = StandInEmbedder()
     query = "teleporada wideokonsultacja"
-    later = search(vconn, query, embedder, k=3, mode="text", as_of=V2_DATE)
+    later = search(vconn, query, embedder, as_of=V2_DATE, settings=SearchSettings(k=3, mode="text"))
     assert (later[0].act, later[0].article) == (PATIENT, "21a")
-    earlier = search(vconn, query, embedder, k=3, mode="hybrid", as_of=V2_DATE - dt.timedelta(days=1))
+    earlier = search(vconn, query, embedder, as_of=V2_DATE - dt.timedelta(days=1), settings=SearchSettings(k=3, mode="hybrid"))
     assert "21a" not in {h.article for h in earlier}
-    reworded = search(vconn, "towarzyszyć gabinecie", embedder, k=1, mode="text")
+    reworded = search(vconn, "towarzyszyć gabinecie", embedder, settings=SearchSettings(k=1, mode="text"))
     assert reworded[0].article == "21" and "towarzyszyć pacjentowi w gabinecie" in reworded[0].text
     # Before the first text was in force the act has no text at all.
-    assert search(vconn, query, embedder, k=3, mode="hybrid", as_of=dt.date(2020, 1, 1)) == []
+    assert search(vconn, query, embedder, as_of=dt.date(2020, 1, 1), settings=SearchSettings(k=3, mode="hybrid")) == []
 
 
 def test_repealed_articles_only_on_request(vconn, corpus, embedder):
-    current = search(vconn, "uchylony", StandInEmbedder(), k=100, mode="hybrid")
+    current = search(vconn, "uchylony", StandInEmbedder(), settings=SearchSettings(k=100, mode="hybrid"))
     assert "5" not in {h.article for h in current}
     assert not any(r for _, r in _chunk_facts(vconn, [h.chunk_id for h in current]).values())
-    with_repealed = search(vconn, "uchylony", StandInEmbedder(), k=5, mode="text", include_repealed=True)
+    with_repealed = search(vconn, "uchylony", StandInEmbedder(), scope=Scope(include_repealed=True), settings=SearchSettings(k=5, mode="text"))
     assert with_repealed[0].article == "5" and with_repealed[0].text == "Art. 5. (uchylony)"
     # Kodeks pracy has 95 "(uchylony)" chunks: none comes back unless asked for.
     for mode in ("text", "hybrid"):
-        hits = search(corpus, "uchylony", embedder, k=20, mode=mode)
+        hits = search(corpus, "uchylony", embedder, settings=SearchSettings(k=20, mode=mode))
         assert len(hits) == 20
         assert not any(r for _, r in _chunk_facts(corpus, [h.chunk_id for h in hits]).values())
-    hits = search(corpus, "uchylony", None, k=20, mode="text", include_repealed=True)
+    hits = search(corpus, "uchylony", None, scope=Scope(include_repealed=True), settings=SearchSettings(k=20, mode="text"))
     assert len(hits) == 20 and all(r for _, r in _chunk_facts(corpus, [h.chunk_id for h in hits]).values())
 
 
@@ -178,13 +177,13 @@ def test_repealed_articles_only_on_request(vconn, corpus, embedder):
 
 
 def test_modes_fill_their_own_columns(corpus, embedder):
-    text = search(corpus, LEAVE_ON_DEMAND, None, k=10, mode="text")
+    text = search(corpus, LEAVE_ON_DEMAND, None, settings=SearchSettings(k=10, mode="text"))
     assert len(text) == 10
     assert all(h.similarity is None and h.vector_rank is None for h in text)
     assert all(h.text_score is not None and h.text_rank is not None for h in text)
     assert [h.text_score for h in text] == sorted((h.text_score for h in text), reverse=True)
 
-    vector = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, mode="vector")
+    vector = search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=10, mode="vector"))
     assert len(vector) == 10
     assert all(h.text_score is None and h.text_rank is None for h in vector)
     assert all(-1 <= h.similarity <= 1 for h in vector)
@@ -196,10 +195,10 @@ def test_modes_fill_their_own_columns(corpus, embedder):
 
 
 def test_hybrid_score_is_reciprocal_rank_fusion(corpus, embedder):
-    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=30, fusion="rrf")
+    hits = search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=30, fusion=profile(embedder.name).fusion.overridden({"fusion": "rrf"})))
     assert len(hits) == 30
     prof = profile(embedder.name)  # the model's default weights of the arms and rrf_k
-    vw, tw, sw, rk = prof.vector_weight, prof.text_weight, prof.sparse_weight, prof.rrf_k
+    vw, tw, sw, rk = prof.fusion.vector_weight, prof.fusion.text_weight, prof.fusion.sparse_weight, prof.fusion.rrf_k
     for h in hits:
         expected = ((vw / (rk + h.vector_rank) if h.vector_rank else 0) + (tw / (rk + h.text_rank) if h.text_rank else 0)
                     + (sw / (rk + h.sparse_rank) if h.sparse_rank else 0))
@@ -212,8 +211,7 @@ def test_hybrid_score_is_reciprocal_rank_fusion(corpus, embedder):
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert any(h.vector_rank and h.text_rank for h in hits)  # both arms contribute
     # Weights scale each arm's share.
-    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, k=10, vector_weight=1.0, text_weight=0.0, sparse_weight=0.0,
-                      fusion="rrf")
+    weighted = search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=10, fusion=profile(embedder.name).fusion.overridden({"fusion": "rrf", "vector_weight": 1.0, "text_weight": 0.0, "sparse_weight": 0.0})))
     assert all(h.score == pytest.approx(1 / (rk + h.vector_rank)) for h in weighted if h.vector_rank)
 
 
@@ -229,20 +227,16 @@ def _affine_in(hits: list, attr: str, weight: float) -> None:
 
 
 def test_convex_fusion_adds_normalised_arm_scores(corpus, embedder):
-    hits = search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.4,
-                  sparse_weight=0.2)
+    hits = search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=40, fusion=profile(embedder.name).fusion.overridden({"fusion": "convex", "vector_weight": 0.6, "text_weight": 0.4, "sparse_weight": 0.2})))
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(0 <= h.score <= 1.2 + 1e-9 for h in hits)
     # Each arm alone: min-max normalised over its candidates.
-    _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0, text_weight=0.4,
-                      sparse_weight=0.0), "text_score", 0.4)
-    _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.6, text_weight=0.0,
-                      sparse_weight=0.0), "similarity", 0.6)
+    _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=40, fusion=profile(embedder.name).fusion.overridden({"fusion": "convex", "vector_weight": 0.0, "text_weight": 0.4, "sparse_weight": 0.0}))), "text_score", 0.4)
+    _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=40, fusion=profile(embedder.name).fusion.overridden({"fusion": "convex", "vector_weight": 0.6, "text_weight": 0.0, "sparse_weight": 0.0}))), "similarity", 0.6)
     if sparse_head(embedder) is not None:
-        _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, k=40, fusion="convex", vector_weight=0.0,
-                          text_weight=0.0, sparse_weight=0.2), "sparse_score", 0.2)
+        _affine_in(search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(k=40, fusion=profile(embedder.name).fusion.overridden({"fusion": "convex", "vector_weight": 0.0, "text_weight": 0.0, "sparse_weight": 0.2}))), "sparse_score", 0.2)
     with pytest.raises(ValueError, match="fusion must be one of"):
-        search(corpus, LEAVE_ON_DEMAND, embedder, fusion="sum")
+        search(corpus, LEAVE_ON_DEMAND, embedder, settings=SearchSettings(fusion=profile(embedder.name).fusion.overridden({"fusion": "sum"})))
 
 
 def test_convex_fusion_gives_a_lone_candidate_its_arms_full_weight(corpus, embedder):
@@ -251,10 +245,9 @@ def test_convex_fusion_gives_a_lone_candidate_its_arms_full_weight(corpus, embed
     lexeme = corpus.execute("SELECT lexeme FROM lexicon WHERE npostings = 1 AND length(lexeme) > 8 "
                             "AND lexeme ~ '^[a-ząćęłńóśźż]+$' ORDER BY lexeme LIMIT 1").fetchone()[0]
     corpus.rollback()
-    text = search(corpus, lexeme, None, k=5, mode="text")
+    text = search(corpus, lexeme, None, settings=SearchSettings(k=5, mode="text"))
     assert len(text) == 1
-    hits = search(corpus, lexeme, embedder, k=10, fusion="convex", vector_weight=0.6, text_weight=0.4,
-                  sparse_weight=0.0)
+    hits = search(corpus, lexeme, embedder, settings=SearchSettings(k=10, fusion=profile(embedder.name).fusion.overridden({"fusion": "convex", "vector_weight": 0.6, "text_weight": 0.4, "sparse_weight": 0.0})))
     (lone,) = [h for h in hits if h.text_rank]
     assert lone.chunk_id == text[0].chunk_id and lone.score >= 0.4 - 1e-9
 
@@ -294,7 +287,7 @@ def test_hnsw_ef_search_grows_with_the_vectors_stored(stand_in_corpus_url):
 
 
 def test_one_row_per_article(corpus, embedder):
-    hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", embedder, k=60)
+    hits = search(corpus, "wynagrodzenie za pracę w godzinach nadliczbowych", embedder, settings=SearchSettings(k=60))
     keys = [(h.act, h.article) for h in hits]
     assert len(keys) == 60 and len(set(keys)) == 60
     # Long articles come in parts; only the best part is kept, and it may be a later one.
@@ -365,13 +358,13 @@ def test_text_search_exact_checks_k_as_search_chunks_does(corpus):
 
 def test_python_side_rejects_bad_input(corpus):
     with pytest.raises(ValueError, match="mode must be one of"):
-        search(corpus, "urlop", None, mode="fuzzy")
+        search(corpus, "urlop", None, settings=SearchSettings(mode="fuzzy"))
     with pytest.raises(ValueError, match="empty"):
-        search(corpus, "  ", None, mode="text")
+        search(corpus, "  ", None, settings=SearchSettings(mode="text"))
     with pytest.raises(ValueError, match="needs an embedder"):
-        search(corpus, "urlop", None, mode="hybrid")
+        search(corpus, "urlop", None, settings=SearchSettings(mode="hybrid"))
     with pytest.raises(InvalidActId, match="invalid act id"):
-        search(corpus, "urlop", None, mode="text", acts=[INJECTED_ACT])
+        search(corpus, "urlop", None, scope=Scope(acts=[INJECTED_ACT]), settings=SearchSettings(mode="text"))
 
 
 # --- injection -----------------------------------------------------------------------------------
@@ -387,7 +380,7 @@ def _table_counts(conn: psycopg.Connection) -> tuple:
 @pytest.mark.parametrize("question", [INJECTED_QUESTION, "urlop' OR '1'='1", "urlop:* & !(pracownik) <-> 'x' | \\"])
 def test_injection_in_the_question_is_just_text(vconn, versions, question):
     before = _table_counts(vconn)
-    hits = search(vconn, question, StandInEmbedder(), k=5)
+    hits = search(vconn, question, StandInEmbedder(), settings=SearchSettings(k=5))
     assert len(hits) == 5 and {h.act for h in hits} == {PATIENT}
     assert _table_counts(vconn) == before
     result = run_cli("search", question, "--mode", "text", "--json", env={"DATABASE_URL": versions[0]})
@@ -496,6 +489,6 @@ def test_user_thesaurus_rows_expand_queries_and_survive_upgrade(thesaurus_url):
 
 def test_thesaurus_expansion_reaches_search(vconn, versions):
     # "mama" is in no patient-rights article; its expansion "osoba bliska" is (art. 21 and the definitions).
-    hits = search(vconn, "mama", None, k=5, mode="text")
+    hits = search(vconn, "mama", None, settings=SearchSettings(k=5, mode="text"))
     assert "21" in {h.article for h in hits}
     assert all("mama" not in h.text.lower() for h in hits)

@@ -24,7 +24,7 @@ from pipeline.storage import db, schema
 from pipeline.indexing import embed
 from pipeline.storage.db import sparsevec_literal
 from pipeline.core.errors import DatabaseError, UsageError
-from pipeline.retrieval.search import search, vector_gap
+from pipeline.retrieval.search import SearchSettings, profile, search, vector_gap
 
 PATIENT = "DU/2024/581"  # patient rights, consolidated 2024
 QUESTION = "Czy szpital może odmówić mi wglądu do dokumentacji medycznej mojego ojca?"
@@ -164,7 +164,7 @@ def test_the_query_is_weighted_by_each_features_idf(conn, embedded_with_head):
 
 def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(conn, embedded_with_head):
     model = embedded_with_head
-    hits = search(conn, QUESTION, model, k=10, mode="sparse")
+    hits = search(conn, QUESTION, model, settings=SearchSettings(k=10, mode="sparse"))
     assert len(hits) == 10 and all(h.similarity is None and h.text_score is None for h in hits)
     assert [h.sparse_score for h in hits] == sorted((h.sparse_score for h in hits), reverse=True)
     # The best hit's score is the inner product of its stored vector with the idf-weighted query.
@@ -174,13 +174,13 @@ def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(c
     doc = {int(i) + 1: float(v) for i, v in zip(*stand_in_sparse(text))}
     assert hits[0].sparse_score == pytest.approx(sum(v * doc.get(f, 0.0) for f, v in q.items()), rel=1e-5)
 
-    fused = search(conn, QUESTION, model, k=20, fusion="rrf", vector_weight=1, text_weight=1, sparse_weight=1)
+    fused = search(conn, QUESTION, model, settings=SearchSettings(k=20, fusion=profile(model.name).fusion.overridden({"fusion": "rrf", "vector_weight": 1, "text_weight": 1, "sparse_weight": 1})))
     assert any(h.sparse_rank for h in fused)
     for h in fused:
         parts = [r for r in (h.vector_rank, h.text_rank, h.sparse_rank) if r]
         assert h.score == pytest.approx(sum(1 / (60 + r) for r in parts), rel=1e-12)
     # Its weight at 0 takes it out of the score, not out of the columns.
-    without = search(conn, QUESTION, model, k=20, fusion="rrf", vector_weight=1, text_weight=1, sparse_weight=0)
+    without = search(conn, QUESTION, model, settings=SearchSettings(k=20, fusion=profile(model.name).fusion.overridden({"fusion": "rrf", "vector_weight": 1, "text_weight": 1, "sparse_weight": 0})))
     assert all(h.score == pytest.approx(sum(1 / (60 + r) for r in (h.vector_rank, h.text_rank) if r))
                for h in without)
 
@@ -191,15 +191,15 @@ def test_without_a_head_or_without_stored_vectors_there_is_no_sparse_arm(conn):
     dense_only = StandInEmbedder()
     _embedded(conn, dense_only)
     with pytest.raises(UsageError, match="sparse search needs an embedder with a sparse head"):
-        search(conn, QUESTION, dense_only, mode="sparse")
-    hits = search(conn, QUESTION, dense_only, k=5)
+        search(conn, QUESTION, dense_only, settings=SearchSettings(mode="sparse"))
+    hits = search(conn, QUESTION, dense_only, settings=SearchSettings(k=5))
     assert hits and all(h.sparse_rank is None for h in hits)
     # A head whose vectors are not stored yet (a database not back-filled): hybrid works without the
     # arm, the arm alone says what to run.
     with_head = StandInEmbedder(sparse=True)
-    assert [h.chunk_id for h in search(conn, QUESTION, with_head, k=5)] == [h.chunk_id for h in hits]
+    assert [h.chunk_id for h in search(conn, QUESTION, with_head, settings=SearchSettings(k=5))] == [h.chunk_id for h in hits]
     with pytest.raises(DatabaseError, match="no stored text has a .* sparse vector yet: run pipeline embed"):
-        search(conn, QUESTION, with_head, mode="sparse")
+        search(conn, QUESTION, with_head, settings=SearchSettings(mode="sparse"))
 
 
 def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_again(server_url):
@@ -225,7 +225,7 @@ def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_ag
 def test_the_sparse_arm_checks_what_sql_callers_give_it(conn, embedded_with_head):
     model = embedded_with_head
     with pytest.raises(UsageError, match="must be finite numbers, 0 or more"):
-        search(conn, QUESTION, model, sparse_weight=-1)
+        search(conn, QUESTION, model, settings=SearchSettings(fusion=profile(model.name).fusion.overridden({"sparse_weight": -1})))
     # A chunk that shares no feature with the question is no candidate (the index scan returned chunks
     # at 0); a question with no feature any stored vector has finds nothing.
     df = _document_frequencies(_chunk_texts(conn).values())

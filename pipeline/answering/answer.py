@@ -11,8 +11,8 @@ The names of those modules that callers use stay importable from here.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pipeline.answering.chat import (
@@ -34,8 +34,8 @@ from pipeline.core.limits import CONTEXT_CHARS, MAX_K, check_question
 from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
-from pipeline.retrieval.search import (Hit, QueryVectors, check_search, checked_search, query_vectors, search_gaps,
-                                       thesaurus_expansion, with_units)
+from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
+                                       query_vectors, search_gaps, thesaurus_expansion, with_units)
 from pipeline.storage import currency
 
 if TYPE_CHECKING:
@@ -142,23 +142,24 @@ def searched_question(question: str, config: ChatConfig, *, rewrite: bool,
     return searched
 
 
-def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, searched: str | None = None,
-             k: int = 5, acts: Sequence[str] = (), as_of: dt.date | None = None, include_repealed: bool = False,
+def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, as_of: dt.date | None = None,
+             scope: Scope = Scope(), settings: SearchSettings = SearchSettings(), searched: str | None = None,
              context_chars: int = CONTEXT_CHARS, vectors: QueryVectors | None = None) -> Retrieved:
-    """The fragments an answer reads: the hits for ``searched`` (the question unless rewritten), each with
-    its act's currency and the units not in force on ``as_of``; beside them (within ``context_chars``; 0:
-    none) the definitions they use and the provisions they cite (pipeline.retrieval.context), marked as
-    such; and the shared refusal rule's verdict. ``vectors``: the question already embedded."""
+    """The fragments an answer reads: the hybrid search's top ``settings.k`` hits for ``searched`` (the question
+    unless rewritten), each with its act's currency and the units not in force on ``as_of``; beside them (within
+    ``context_chars``; 0: none) the definitions they use and the provisions they cite
+    (pipeline.retrieval.context), marked as such; and the shared refusal rule's verdict. ``vectors``: the
+    question already embedded."""
     searched = searched or question
+    settings = replace(settings, mode="hybrid")  # an answer reads every arm: the refusal rule weighs them
     if vectors is None:  # embedded here, on the connection's time (pipeline.Service.ask embeds before it takes one)
-        check_search(searched, embedder, k=k, mode="hybrid", acts=list(acts) if acts else None, as_of=as_of)
+        check_search(searched, embedder, as_of=as_of, scope=scope, settings=settings)
         vectors = query_vectors(embedder, searched, "hybrid", expansion=thesaurus_expansion(conn, searched))
-    hits = checked_search(conn, searched, embedder, k=k, mode="hybrid", acts=acts, as_of=as_of,
-                          include_repealed=include_repealed, vectors=vectors)
+    hits = checked_search(conn, searched, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
     hits = with_units(conn, hits, as_of)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)
     # Each read ends the transaction it began (db.reading): none stays open while a model writes.
-    gaps = search_gaps(conn, embedder, "hybrid", acts, as_of)
+    gaps = search_gaps(conn, embedder, "hybrid", scope.acts or (), as_of)
     if cut := vectors.warning(searched):
         gaps.append(cut)
     verdict = decide(hits, embedder.name)
@@ -208,24 +209,12 @@ def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | N
                  currency.warning(cited.values()), found.warnings)
 
 
-def answer_question(
-    conn: psycopg.Connection,
-    embedder: Embedder,
-    question: str,
-    config: ChatConfig,
-    *,
-    k: int = 5,
-    acts: Sequence[str] = (),
-    as_of: dt.date | None = None,
-    include_repealed: bool = False,
-    rewrite: bool = False,
-    offline: bool = False,
-    stream: bool = True,
-    on_rewrite: Callable[[str], None] | None = None,
-    on_fragments: Callable[[list[Fragment]], None] | None = None,
-    on_token: Callable[[str], None] | None = None,
-    context_chars: int = CONTEXT_CHARS,
-) -> Asked:
+def answer_question(conn: psycopg.Connection, embedder: Embedder, question: str, config: ChatConfig, *,
+                    as_of: dt.date | None = None, scope: Scope = Scope(), settings: SearchSettings = SearchSettings(),
+                    rewrite: bool = False, offline: bool = False, stream: bool = True,
+                    on_rewrite: Callable[[str], None] | None = None,
+                    on_fragments: Callable[[list[Fragment]], None] | None = None,
+                    on_token: Callable[[str], None] | None = None, context_chars: int = CONTEXT_CHARS) -> Asked:
     """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
 
     The stages in one call on the caller's connection (:func:`retrieve`, then :func:`answer_retrieved`);
@@ -233,9 +222,9 @@ def answer_question(
     ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
     is asked, ``on_token`` the answer as it streams.
     """
-    check_ask(question, k, config, rewrite=rewrite, offline=offline)
+    check_ask(question, settings.k, config, rewrite=rewrite, offline=offline)
     searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
-    found = retrieve(conn, embedder, question, searched=searched, k=k, acts=acts, as_of=as_of,
-                     include_repealed=include_repealed, context_chars=context_chars)
+    found = retrieve(conn, embedder, question, searched=searched, as_of=as_of, scope=scope, settings=settings,
+                     context_chars=context_chars)
     return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream, on_fragments=on_fragments,
                             on_token=on_token)

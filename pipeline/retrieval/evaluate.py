@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from pipeline.core.act_id import parse_act_id
 from pipeline.embedders import Embedder, sparse_head
 from pipeline.core.errors import EvalError
 from pipeline.retrieval.refusal import decide
-from pipeline.retrieval.search import MODES, Hit, search, search_gaps
+from pipeline.retrieval.search import MODES, Hit, SearchSettings, profile, search, search_gaps
 
 ID_SPLITS = ("all", "odd", "even")
 
@@ -117,10 +118,13 @@ def available_modes(conn: psycopg.Connection, embedder: Embedder) -> tuple[str, 
 
 
 def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Question], *, k: int = 10,
-             modes: tuple[str, ...] | None = None, **search_options) -> dict:
+             modes: tuple[str, ...] | None = None, overrides: Mapping[str, object] | None = None) -> dict:
     """Ranks of the gold article per question and mode (None: :func:`available_modes`), and the refusal
     `ask` would make. The refusal is always decided on the hybrid hits, searched for it if hybrid is not
-    a mode. ``search_options`` (fusion, weights, fetch_k) override the model's profile, for ablations."""
+    a mode. ``overrides`` (fusion, weights, fetch_k: Fusion.overridden) replace the model's profile's, for
+    ablations."""
+    overrides = dict(overrides or {})
+    fusion = profile(embedder.name).fusion.overridden(overrides) if overrides else None
     modes = modes or available_modes(conn, embedder)
     ingested = {r[0] for r in conn.execute("SELECT eli FROM current_versions")}
     # A gold article its (ingested) act does not have is a typo in the file: it could never be found.
@@ -139,12 +143,12 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
         r = QuestionResult(q.id, q.question, q.answerable, any(a in ingested for a, _ in q.expect))
         hybrid_hits = None
         for mode in modes:
-            hits = search(conn, q.question, embedder, k=k, mode=mode, **search_options)
+            hits = search(conn, q.question, embedder, settings=SearchSettings(k=k, mode=mode, fusion=fusion))
             r.ranks[mode] = _rank(hits, q.expect) if q.expect else None
             if mode == "hybrid":
                 hybrid_hits = hits
         if hybrid_hits is None and vectors:
-            hybrid_hits = search(conn, q.question, embedder, k=k, mode="hybrid", **search_options)
+            hybrid_hits = search(conn, q.question, embedder, settings=SearchSettings(k=k, fusion=fusion))
         if hybrid_hits is not None:
             verdict = decide(hybrid_hits, embedder.name)
             r.top_similarity, r.refused, r.refusal_reason = verdict.similarity, verdict.refused, verdict.reason
@@ -152,7 +156,7 @@ def evaluate(conn: psycopg.Connection, embedder: Embedder, questions: list[Quest
     # Figures of the vector arm, fusion and refusal are only what they seem when every text has a vector.
     gaps = search_gaps(conn, embedder) if vectors and set(modes) != {"text"} else []
     return {"k": k, "threshold": decide([], embedder.name).min_similarity, "model": embedder.name,
-            "modes": list(modes), "settings": search_options, "warnings": missing + gaps,
+            "modes": list(modes), "settings": overrides, "warnings": missing + gaps,
             "metrics": metrics(results, modes, k), "questions": [r.__dict__ for r in results]}
 
 

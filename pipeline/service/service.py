@@ -37,8 +37,8 @@ from pipeline.indexing.request import IngestEvents, IngestRequest
 from pipeline.indexing.sync import SyncReport, SyncResult
 from pipeline.retrieval import evaluate
 from pipeline.retrieval.refusal import search_warning
-from pipeline.retrieval.search import (Hit, QueryVectors, check_search, checked_search, needs_expansion,
-                                       query_vectors, search_gaps, thesaurus_expansion, with_currency)
+from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
+                                       needs_expansion, query_vectors, search_gaps, thesaurus_expansion, with_currency)
 from pipeline.service import gate
 from pipeline.service import status as health
 from pipeline.service.gate import Gate
@@ -166,12 +166,12 @@ class Service:
     def _search(self, query: str, *, k: int, mode: str, acts: Sequence[str] | None, as_of: dt.date | None,
                 include_repealed: bool) -> Found:
         embedder = self.embedder() if mode != "text" else None
-        check_search(query, embedder, k=k, mode=mode, acts=list(acts) if acts else None, as_of=as_of)
+        scope, settings = Scope(acts, include_repealed), SearchSettings(k=k, mode=mode)  # type: ignore[arg-type]  # Scope refuses a string, takes any sequence
+        check_search(query, embedder, as_of=as_of, scope=scope, settings=settings)
         vectors = self._query_vectors(query, embedder, mode)
 
         def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:
-            hits = checked_search(conn, query, embedder, k=k, mode=mode, acts=acts or (), as_of=as_of,
-                                  include_repealed=include_repealed, vectors=vectors)
+            hits = checked_search(conn, query, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
             return with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of)
 
         hits, warnings = self.reads.run(run)
@@ -203,11 +203,11 @@ class Service:
         with self.answers.slot():
             embedder = self.embedder()
             searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
-            check_search(searched, embedder, k=k, mode="hybrid", acts=list(acts) if acts else None, as_of=as_of)
+            scope, settings = Scope(acts, include_repealed), SearchSettings(k=k)  # type: ignore[arg-type]  # as in _search
+            check_search(searched, embedder, as_of=as_of, scope=scope, settings=settings)
             vectors = self._query_vectors(searched, embedder, "hybrid")
-            found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, k=k,
-                                                        acts=acts or (), as_of=as_of,
-                                                        include_repealed=include_repealed, vectors=vectors))
+            found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, as_of=as_of,
+                                                        scope=scope, settings=settings, vectors=vectors))
             return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream,
                                     on_fragments=on_fragments, on_token=on_token)
 
@@ -393,7 +393,7 @@ class Service:
         embedder = self.embedder()
         try:
             report = self.reads.run(lambda conn: evaluate.evaluate(conn, embedder, questions, k=k, modes=modes,
-                                                                   **overrides))
+                                                                   overrides=overrides))
         except ValueError as exc:  # search()'s own check of the overrides (e.g. both weights 0)
             raise UsageError(str(exc)) from None
         report["ids"] = ids

@@ -138,15 +138,17 @@ def store_as_at(m, revision: str) -> None:
     that revision did (``m``: a monkeypatch context): no chunk pieces before 0006, no legal context
     before 0009, no provision time (nor articles.wording) before 0010, no amending instructions before 0011, no
     rebuilt wordings before 0012."""
-    from pipeline.storage import store
+    from pipeline.storage import derived, store
 
+    # The derived layers the revision had (pipeline.storage.derived: the one list store refreshes from).
+    since = {"context": "0009", "legal_time": "0010", "amendments": "0011", "rebuilt": "0012"}
+    m.setattr(derived, "LAYERS", tuple(layer for layer in derived.LAYERS if revision >= since[layer.name]))
     if revision < "0006":
         m.setattr(store, "copy_pieces", lambda conn, chunks: 0)
     if revision < "0009":
         m.setattr(store.context, "write", lambda *args: (0, 0))
     if revision < "0010":
         m.setattr(store.legal_time, "write_sources", lambda *args: None)
-        m.setattr(store.legal_time, "refresh", lambda *args: None)
 
         def copy_articles(conn, version_id, rows):
             with conn.cursor().copy("COPY articles (version_id, ordinal, article, heading_path, repealed, text, "
@@ -159,5 +161,3 @@ def store_as_at(m, revision: str) -> None:
         m.setattr(store, "copy_articles", copy_articles)
     if revision < "0011":
         m.setattr(store.amendments, "write", lambda *args: 0)
-    if revision < "0012":
-        m.setattr(store.rebuilt, "refresh", lambda *args: 0)
