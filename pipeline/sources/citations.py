@@ -10,6 +10,8 @@ citation of this kind (a statute's own articles are).
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -40,9 +42,30 @@ class Citation:
     foreign: str | None = None  # an act outside the Dziennik Ustaw ("RODO"): never stored here
 
 
-def _sentence_start(text: str, at: int) -> int:
-    starts = [m.end() for m in _SENTENCE_END.finditer(text, 0, at)]
-    return starts[-1] if starts else 0
+class _Sentences:
+    """Where the sentence (and the clause) holding a place of ``text`` begins, each answer a look-up in what one
+    pass over the text found: asking from the text's start for each citation made the finder quadratic."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        found = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)]
+        self.starts, self.ends = [s for s, _ in found], [e for _, e in found]
+        self.semicolons = [m.start() for m in re.finditer(";", text)]
+
+    def start(self, at: int) -> int:
+        """Where the sentence holding ``at`` begins: after the last sentence end before it that the text up to
+        ``at`` shows (one whose next capital is the citation itself is not read as one)."""
+        i = bisect.bisect_right(self.ends, at) - 1
+        while i >= 0:
+            if m := _SENTENCE_END.match(self.text, self.starts[i], at):
+                return m.end()
+            i -= 1
+        return 0
+
+    def clause_start(self, at: int) -> int:
+        """Where the clause holding ``at`` begins: the sentence's start, or after a ";" in it."""
+        i = bisect.bisect_left(self.semicolons, at) - 1
+        return max(self.start(at), self.semicolons[i] + 1 if i >= 0 else 0)
 
 
 # An article's own label in a statute's text quoted whole ("… 621). Art. 12a. Przepisów …"): not a citation.
@@ -56,23 +79,35 @@ def _is_label(text: str, c: Cited) -> bool:
 
 
 def find(text: str) -> list[Citation]:
-    """Every citation of ``text``, in order, ranges and lists expanded, each unit once per place."""
+    """Every citation of ``text``, in order, ranges and lists expanded, each unit once per place. Linear in the
+    text: each look-up of what comes before a citation is a binary search in what one pass found."""
     cited = cited_in(text)
     # What a later "art. 9 ust. 2" with no act after it cites: an act the sentence named on its own (not as
     # the act of an "art. …" list: that one is the list's), in the same clause; "tej ustawy": the act the text
     # named last, on its own or after a list.
     spans = [(c.start, c.end) for c in cited if c.named]
-    topics = [(at, a) for at, a in acts_named_in(text) if not any(s <= at < e for s, e in spans)]
+    span_starts = [s for s, _ in spans]
+    reach = list(itertools.accumulate((e for _, e in spans), max))  # the furthest end of the spans so far
+
+    def in_span(at: int) -> bool:
+        i = bisect.bisect_right(span_starts, at) - 1
+        return i >= 0 and at < reach[i]
+
+    topics = [(at, a) for at, a in acts_named_in(text) if not in_span(at)]
     mentions = sorted(topics + [(c.start, c) for c in cited if c.named], key=lambda x: x[0])
+    topic_at, mention_at = [at for at, _ in topics], [at for at, _ in mentions]
+    sentences = _Sentences(text)
     found: list[Citation] = []
     for c in cited:
         context = None
         if not c.named:
             if c.anaphoric:
-                context = next((a for at, a in reversed(mentions) if at < c.start), None)
+                i = bisect.bisect_left(mention_at, c.start) - 1
+                context = mentions[i][1] if i >= 0 else None
             elif not _is_label(text, c):
-                begin = max(_sentence_start(text, c.start), text.rfind(";", 0, c.start) + 1)
-                context = next((a for at, a in reversed(topics) if begin <= at < c.start), None)
+                begin = sentences.clause_start(c.start)
+                i = bisect.bisect_left(topic_at, c.start) - 1
+                context = topics[i][1] if i >= 0 and topic_at[i] >= begin else None
             if context is None:
                 continue
         act = context or c

@@ -15,6 +15,7 @@ by title with no journal reference anywhere in the article's act).
 """
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections.abc import Iterable
@@ -517,12 +518,16 @@ def acts_named_in(text: str) -> list[tuple[int, Cited]]:
     … o …", "k.p."), with where each mention starts: what a later "art. 9 ust. 2" in the sentence cites."""
     found: list[tuple[int, Cited]] = []
     for m in _ACT_BY_TITLE.finditer(text):
-        act, title = cited_act(text[m.start():])
+        # cited_act reads at most 300 characters past the title: a slice to there, not the rest of the text.
+        act, title = cited_act(text[m.start():m.end() + 300])
         found.append((m.start(), Cited(m.start(), m.end(), [], True, act, title, _name_of(m.group("title")),
                                        int(m.group("date")[-4:]))))
+    titles = [c for _, c in found]  # in order, none inside another: the one before a place is the one to ask
+    starts = [c.start for c in titles]
     for m in re.finditer(rf"\b(?:ustaw[aąyie]\w*)\s+(?P<name>o\s+[^()\n;,.:]{{3,160}}?|[–—-]\s*[A-ZĄĆĘŁŃÓŚŹŻ]"
                          rf"[^()\n;,.:]{{2,160}}?){_NAME_END}", text, re.IGNORECASE):
-        if not any(s <= m.start() < c.end for s, c in found):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i < 0 or m.start() >= titles[i].end:
             name = _name_of(m.group("name"))
             found.append((m.start(), Cited(m.start(), m.end(), [], True, None, name=name)))
     for m in re.finditer(r"\bKonstytucj[aiąę](?:\s+(?:RP|Rzeczypospolitej\s+Polskiej))?\b", text):
