@@ -13,6 +13,7 @@ from support.corpus import store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
+from pipeline.core.errors import UsageError
 from pipeline.sources import citations as finder_module
 from pipeline.sources import references as references_module
 from pipeline.sources.citations import find
@@ -217,3 +218,12 @@ def test_an_act_is_found_by_its_title_and_date_as_lawyers_cite_it(stored):
         assert pasted["status"] == "not_found" and "(did you mean art. 18^3a?)" in pasted["why"]
         eu = law.check("art. 6 ust. 1 lit. e RODO", as_of=day).citations[0]
         assert eu["status"] == "act_not_stored" and eu["ingest"] is None and "Dziennik Ustaw" in eu["why"]
+
+
+def test_a_text_with_control_characters_is_refused(stored):
+    with Service(stored, pool_size=1, warm=False) as law:
+        with pytest.raises(UsageError, match="the text contains a NUL character"):
+            law.check("art. 154 k.p.\x00")
+        with pytest.raises(UsageError, match=r"a control character \(U\+001B\)"):
+            law.check("art. 154 k.p.\x1b[2J")
+        assert law.check("art. 154 k.p.\r\n\tart. 30 k.p.\f").ok  # line breaks, tabs, a page break are text

@@ -227,6 +227,9 @@ BAD_CALLS = [
     ("search_law", {"query": "urlop", "acts": ["DU/1999/123"], "mode": "text"}, "DU/1999/123 is not in the database"),
     ("search_law", {"query": "urlop", "mode": "fuzzy"}, "mode"),
     ("search_law", {}, "query: Field required"),
+    # The rule the page applies to a pasted text, below every face (issue 49): no NUL, no control character.
+    ("check_citations", {"text": "art. 154 k.p.\x00"}, "the text contains a NUL character"),
+    ("check_citations", {"text": "art. 154 k.p.\x1b[2J"}, "the text contains a control character (U+001B)"),
     ("no_such_tool", {}, "Unknown tool"),
 ]
 

@@ -349,6 +349,14 @@ def test_hostile_input_is_escaped_and_bad_input_is_a_polish_message(site):
     assert "\nFORGED" not in log and "\x1b" not in log and "1\\nFORGED\\x1b" in log
 
 
+def test_a_pasted_text_with_control_characters_is_refused(site):
+    """The library's rule, every face's (MCP check_citations too); the page words it in Polish."""
+    for text in ("art. 154 k.p.\x00", "art. 154 k.p.\x1b[2J"):
+        r = httpx.post(site.base + "/check", data={"text": text}, timeout=30)
+        assert r.status_code == 400 and "Tekst zawiera niedozwolony znak." in r.text, text
+        assert "\x00" not in r.text and "\x1b" not in r.text
+
+
 def test_head_never_asks_the_answer_model(site, chat):
     before = len(chat.requests)
     for path in ("/answer?q=Ile+dni+urlopu", "/answer/stream?q=Ile+dni+urlopu"):
