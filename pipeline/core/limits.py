@@ -38,6 +38,17 @@ MAX_JOBS = 64  # processes parsing ahead in a bulk ingest
 FIND_LIMIT = 20
 MAX_FIND_LIMIT = 500
 MAX_CHECK_CHARS = 100_000  # a text whose citations `check` reads at once (a long brief; each citation is a few queries)
+# The most citations one `check` checks (each is a few queries, ~2 ms): a long brief cites a few hundred; past it
+# the rest are counted as not checked, never dropped unsaid.
+MAX_CHECK_CITATIONS = 1000
+# The most numbers a range expands to where the act's own numbers are not known ("art. 1–20000" of an act
+# not stored): more articles than any act has (the Civil Code ends at art. 1088). Checked before expanding.
+MAX_RANGE = 2000
+# The most units a unit range expands to ("pkt 1–12"; "pkt 1–100000" is its last unit alone).
+MAX_UNIT_RANGE = 50
+# A citation's words in a check's record (``quote``): a list of thousands of numbers is cut in the middle, so
+# that its words are not repeated in each of its records (``start`` and ``end`` still span them all).
+MAX_QUOTE_CHARS = 300
 SEARCH_PAGE = 500
 MAX_BULK_RECORDS = 5000
 FIND_PUBLISHERS = ("DU", "MP")

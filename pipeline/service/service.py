@@ -238,10 +238,10 @@ class Service:
     def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
         """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does
         the cited article and unit exist in the text in force on ``as_of`` (None: today), and is it in force
-        then (:class:`results.Checked`; pipeline.storage.citations)? The text is refused as
-        :func:`limits.check_text` says."""
+        then (:class:`results.Checked`; pipeline.storage.citations)? At most MAX_CHECK_CITATIONS of them, the
+        rest counted (``not_checked``); the text is refused as :func:`limits.check_text` says."""
         check_text(text)
-        return Checked(as_of, self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of)))
+        return Checked(as_of, *self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of)))
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""

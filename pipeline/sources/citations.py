@@ -15,7 +15,9 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from pipeline.sources.references import Cited, acts_named_in, cited_in
+from pipeline.core.limits import MAX_RANGE
+from pipeline.core.numbering import expand_range, is_canonical, range_size, sort_key
+from pipeline.sources.references import Cited, acts_named_in, cited_in, counted
 
 # Where a sentence ends: a full stop before a capital or a line break, or a blank line.
 _SENTENCE_END = re.compile(r"(?<!\bart)(?<!\bust)(?<!\bpkt)(?<!\blit)(?<!\bpoz)(?<!\bnr)(?<!\bDz)(?<!\bU)(?<!\br)"
@@ -40,6 +42,7 @@ class Citation:
     title: str | None = None
     from_context: bool = False  # the act was named earlier in the sentence, not after the article
     foreign: str | None = None  # an act outside the Dziennik Ustaw ("RODO"): never stored here
+    after: str | None = None  # a range's end ("art. 8–10": 10): the articles after this one up to ``article``
 
 
 class _Sentences:
@@ -79,9 +82,16 @@ def _is_label(text: str, c: Cited) -> bool:
 
 
 def find(text: str) -> list[Citation]:
-    """Every citation of ``text``, in order, ranges and lists expanded, each unit once per place. Linear in the
-    text: each look-up of what comes before a citation is a binary search in what one pass found."""
-    cited = cited_in(text)
+    """Every citation of ``text``, in order, lists expanded, each unit once per place; an article range as its
+    first article and its last (``after``: the first), the articles between being the act's own."""
+    return found_in(text)[0]
+
+
+def found_in(text: str, limit: int | None = None) -> tuple[list[Citation], int]:
+    """:func:`find`'s citations, at most ``limit`` of them listed, and how many more there are (counted, a range
+    by its numbers: pipeline.sources.references.counted). Linear in the text: each look-up of what comes
+    before a citation is a binary search in what one pass found."""
+    cited = cited_in(text, whole_ranges=True, limit=limit)
     # What a later "art. 9 ust. 2" with no act after it cites: an act the sentence named on its own (not as
     # the act of an "art. …" list: that one is the list's), in the same clause; "tej ustawy": the act the text
     # named last, on its own or after a list.
@@ -98,6 +108,7 @@ def find(text: str) -> list[Citation]:
     topic_at, mention_at = [at for at, _ in topics], [at for at, _ in mentions]
     sentences = _Sentences(text)
     found: list[Citation] = []
+    more = 0
     for c in cited:
         context = None
         if not c.named:
@@ -111,15 +122,40 @@ def find(text: str) -> list[Citation]:
             if context is None:
                 continue
         act = context or c
+        more += c.more
         quote = " ".join(text[c.start:c.end].split())
         words = _words(text, act)
         if c.anaphoric:  # "tej ustawy (ustawy o prawach pacjenta)"
             words = f"{_words(text, c)} ({words})"
-        for article, unit in c.targets:
+        for i, (article, unit) in enumerate(c.targets):
             found.append(Citation(quote, c.start, c.end, article, unit, words, act.act,
                                   act.name, act.year, act.title, from_context=context is not None,
-                                  foreign=act.foreign))
-    return found
+                                  foreign=act.foreign, after=c.ranges.get(i)))
+    return found, more
+
+
+def weight(c: Citation) -> int:
+    """How many articles ``c`` stands for, counted by number: one, or a range's numbers after its first."""
+    return counted(c.article, c.after)
+
+
+def between(c: Citation, known: list[str] | None) -> tuple[list[str], int]:
+    """The articles a range's citation ``c`` stands for after its first, to check one by one: with ``known``
+    (its act's articles in order) those of them in between, and ``c.article`` where the act lacks it ("art.
+    1–20000 k.p.": the Code's articles, and 20000, not found); else by number, at most MAX_RANGE of them
+    (past it ``c.article`` alone). With how many numbers between were not listed (past MAX_RANGE)."""
+    first, last = c.after, c.article
+    if first is None:
+        return [last], 0
+    if known is not None and is_canonical(first) and is_canonical(last):
+        low, high = sort_key(first), sort_key(last)
+        numbers = [n for n in dict.fromkeys(known) if is_canonical(n) and low < sort_key(n) <= high]
+        return numbers + ([last] if last not in numbers else []), 0
+    numbers = expand_range(first, last)[1:]
+    if numbers:
+        return numbers, 0
+    size = range_size(first, last)
+    return [last], (size - 2 if size is not None and size > MAX_RANGE else 0)
 
 
 def _words(text: str, c: Cited) -> str:
