@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import psycopg
 import pytest
@@ -12,6 +13,10 @@ from support.corpus import store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
+from pipeline.core.errors import UsageError
+from pipeline.core.numbering import expand_range
+from pipeline.sources import citations as finder_module
+from pipeline.sources import references as references_module
 from pipeline.sources.citations import find
 
 D = dt.date
@@ -32,11 +37,12 @@ def test_citations_are_found_in_the_ways_polish_writing_names_acts():
          "DU/2024/581", False),
         ("art. 9 ust. 2", "9", "ust. 2", None, True),  # the act named earlier in the sentence
         ("art. 22 DU/2025/277", "22", "", "DU/2025/277", False),
-        ("art. 8–10 k. p.", "8", "", "DU/1974/141", False), ("art. 8–10 k. p.", "9", "", "DU/1974/141", False),
-        ("art. 8–10 k. p.", "10", "", "DU/1974/141", False),
+        # a range: its first article and its last, the articles between being the act's own (the check's to list)
+        ("art. 8–10 k. p.", "8", "", "DU/1974/141", False), ("art. 8–10 k. p.", "10", "", "DU/1974/141", False),
         ("art. 1 ustawy (Dz. U. z 2024 r. poz. 1513)", "1", "", "DU/2024/1513", False),
         ("Art. 5 k.p.k.", "5", "", "DU/1997/555", False), ("art. 3 KC", "3", "", "DU/1964/93", False),
     ]  # "Art. 5 reguluje …" names no act: no citation of this kind
+    assert [c.after for c in find(text)][5:7] == [None, "8"]
     assert find("Art. 5. Pracownik ma prawo, o którym mowa w art. 6 ust. 2.") == []
 
 
@@ -63,6 +69,68 @@ def test_acts_named_by_title_alone_by_its_genitive_and_by_this_act():
                "Ustawa o prawach pacjenta stosuje się; art. 5 ust. 1 nie. (Dz. U. z 2025 r. poz. 621). Art. 12a. "
                "Przepisów ustawy o prawach pacjenta nie stosuje się.")
     assert [(c.article, c.unit) for c in find(statute)] == [("97", "ust. 3i")]
+
+
+class _Scanned:
+    """A compiled pattern (the real one) that adds up how much text it is asked to scan, the regex engine's
+    work: a search or a finditer from ``pos`` to ``endpos``; a match anchored at ``pos`` counts one."""
+
+    def __init__(self, pattern: re.Pattern, tally: list[int]) -> None:
+        self.real, self.tally = pattern, tally
+
+    def _span(self, string: str, pos: int = 0, endpos: int | None = None) -> None:
+        self.tally[0] += min(len(string), len(string) if endpos is None else endpos) - pos
+
+    def search(self, string, pos=0, endpos=None):
+        self._span(string, pos, endpos)
+        return self.real.search(string, pos, len(string) if endpos is None else endpos)
+
+    def finditer(self, string, pos=0, endpos=None):
+        self._span(string, pos, endpos)
+        return self.real.finditer(string, pos, len(string) if endpos is None else endpos)
+
+    def match(self, string, pos=0, endpos=None):
+        self.tally[0] += 1
+        return self.real.match(string, pos, len(string) if endpos is None else endpos)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def _finder_work(monkeypatch, text: str) -> int:
+    """How much text the finder's patterns scan to find the citations of ``text``."""
+    tally = [0]
+    with monkeypatch.context() as m:
+        for module in (finder_module, references_module):
+            for name, value in list(vars(module).items()):
+                if isinstance(value, re.Pattern):
+                    m.setattr(module, name, _Scanned(value, tally))
+        find(text)
+    return tally[0]
+
+
+def test_the_finder_reads_a_text_in_linear_work(monkeypatch):
+    """Issue 49: each citation naming no act made the finder read the text again from its start (100 000
+    characters of "art. 1 ": 259 s of CPU). Ten times the text is about ten times the work, not a hundred."""
+    mixed = ("Ustawa o prawach pacjenta w art. 9 ust. 2 stanowi inaczej; zob. art. 5 tej ustawy. Zgodnie z art. 154 "
+             "§ 1 pkt 2 k.p. oraz art. 8–10 k.p. urlop przysługuje. Art. 5 reguluje coś innego.\n")
+    for unit in ("art. 1 ", mixed):
+        small, large = ((unit * (100_000 // len(unit) + 1))[:n] for n in (10_000, 100_000))
+        assert _finder_work(monkeypatch, large) <= 12 * _finder_work(monkeypatch, small), unit
+
+
+def test_a_range_is_never_listed_past_its_bound_and_past_a_limit_citations_are_counted():
+    """A range of numbers is bounded before it is listed (MAX_RANGE; units MAX_UNIT_RANGE: "pkt 1–100000" is
+    its last point alone); the finder lists at most the limit it is given and counts the rest."""
+    from pipeline.core.limits import MAX_RANGE
+
+    assert expand_range("1", "100000000") == [] and len(expand_range("1", str(MAX_RANGE))) == MAX_RANGE
+    assert [c.unit for c in find("art. 5 pkt 1–100000 k.p.")] == ["pkt 1", "pkt 100000"]
+    listed, more = finder_module.found_in("art. 5 pkt 1–50" + ", 1–50" * 2000 + " k.p.", 1000)
+    assert len(listed) == 1000 and more == 50 * 2001 - 1000  # each "1–50": points 1 to 50
+    listed, more = finder_module.found_in("art. 1–100000000 k.p. " * 3, 2)
+    assert [(c.article, c.after) for c in listed] == [("1", None), ("100000000", "1")]
+    assert more == 2 * 100_000_000  # two more ranges: each its first article, then the numbers after it
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +234,64 @@ def test_an_act_is_found_by_its_title_and_date_as_lawyers_cite_it(stored):
         assert pasted["status"] == "not_found" and "(did you mean art. 18^3a?)" in pasted["why"]
         eu = law.check("art. 6 ust. 1 lit. e RODO", as_of=day).citations[0]
         assert eu["status"] == "act_not_stored" and eu["ingest"] is None and "Dziennik Ustaw" in eu["why"]
+
+
+def test_a_huge_range_spans_the_act_s_own_articles_and_no_more(stored):
+    """Issue 49: "art. 1–20000 k.p." was 20 000 citations (35.7 s, a 7.7 MB page), "art. 1–100000000 k.p." a
+    MemoryError. A range spans the articles its act's stored text has (inserted ones too) and its end,
+    where the act lacks it; an act not stored, its numbers up to MAX_RANGE, past that its ends alone."""
+    day = D(2026, 12, 5)
+    with psycopg.connect(stored) as c:
+        own = [r[0] for r in c.execute("SELECT DISTINCT ON (article) article, ordinal FROM articles JOIN act_versions "
+                                       "USING (version_id) WHERE eli = %s ORDER BY article, ordinal", (KP,))]
+    with Service(stored, pool_size=1, warm=False) as law:
+        for text in ("art. 1–20000 k.p.", "art. 1–100000000 k.p."):
+            checked = law.check(text, as_of=day)
+            articles = [c["article"] for c in checked.citations]
+            assert len(articles) == len(own) + 1 and set(articles[:-1]) == set(own) and "151^1" in articles
+            last = checked.citations[-1]
+            assert last["article"] == text[7:-5] and last["status"] == "not_found" and "art. 305" in last["why"]
+            assert checked.not_checked == 0 and checked.warnings == []
+        small = law.check("art. 8–10 k.p.", as_of=day).citations
+        assert [(c["quote"], c["article"], c["status"]) for c in small] == [
+            ("art. 8–10 k.p.", "8", "ok"), ("art. 8–10 k.p.", "9", "ok"), ("art. 8–10 k.p.", "9^1", "ok"),
+            ("art. 8–10 k.p.", "10", "ok")]  # the article inserted between is in the range
+        near = law.check("art. 1–30 ustawy o ochronie zwierząt", as_of=day)
+        assert [c["article"] for c in near.citations] == [str(n) for n in range(1, 31)] and near.not_checked == 0
+        far = law.check("art. 1–100000000 ustawy o ochronie zwierząt", as_of=day)
+        assert [(c["article"], c["status"]) for c in far.citations] == [("1", "act_not_stored"),
+                                                                          ("100000000", "act_not_stored")]
+        assert far.not_checked == 100_000_000 - 2 and far.ok is False
+        # A list of hundreds of numbers: its words are not repeated whole in each of its records.
+        numbers = "art. " + ", ".join(map(str, range(1, 400))) + " k.p."
+        listed = law.check(numbers, as_of=day).citations
+        quotes = {c["quote"] for c in listed}
+        assert len(listed) == 399 and len(quotes) == 1 and len(quotes.pop()) < 320
+        assert listed[0]["quote"].startswith("art. 1, 2, 3,") and listed[0]["quote"].endswith("398, 399 k.p.")
+        assert (listed[0]["start"], listed[0]["end"]) == (0, len(numbers))
+
+
+def test_past_the_cap_citations_are_counted_and_said_not_checked(stored):
+    """A check checks at most MAX_CHECK_CITATIONS; the rest are counted in the record (``not_checked``, a line
+    in ``warnings``), the check is not ok, and the CLI says so (--json: the record itself)."""
+    from pipeline.core.limits import MAX_CHECK_CITATIONS, MAX_RANGE
+
+    text = "art. 154 k.p. " * (MAX_CHECK_CITATIONS + 3)
+    report = run_cli("check", "-", "--json", env={"DATABASE_URL": stored}, input=text)
+    record = json.loads(report.stdout)
+    assert len(record["citations"]) == MAX_CHECK_CITATIONS and {c["status"] for c in record["citations"]} == {"ok"}
+    assert record["not_checked"] == 3 and record["ok"] is False and report.returncode == 1
+    assert record["warnings"] == [f"3 more citation(s) not checked: a check reads at most {MAX_CHECK_CITATIONS} "
+                                  f"(a range of an act whose text is not stored, at most {MAX_RANGE} of its numbers); "
+                                  "check the rest of the text apart"]
+    plain = run_cli("check", "-", env={"DATABASE_URL": stored}, input=text)
+    assert plain.returncode == 1 and "3 more citation(s) not checked" in plain.stderr
+
+
+def test_a_text_with_control_characters_is_refused(stored):
+    with Service(stored, pool_size=1, warm=False) as law:
+        with pytest.raises(UsageError, match="the text contains a NUL character"):
+            law.check("art. 154 k.p.\x00")
+        with pytest.raises(UsageError, match=r"a control character \(U\+001B\)"):
+            law.check("art. 154 k.p.\x1b[2J")
+        assert law.check("art. 154 k.p.\r\n\tart. 30 k.p.\f").ok  # line breaks, tabs, a page break are text

@@ -30,6 +30,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
+from pipeline.core.limits import MAX_CHECK_CITATIONS
+
 KP = "DU/2025/277"  # Kodeks pracy (consolidated text)
 PATIENT = "DU/2024/581"  # patient rights act
 SECRET = "sk-or-v1-thisisnotarealkey0123456789"
@@ -118,6 +120,8 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
                                                    )).structured_content
             out["checked"] = (await client.call_tool("check_citations", {
                 "text": "Zgodnie z art. 154 § 1 pkt 2 k.p. i art. 350 k.p. urlop przysługuje."})).structured_content
+            out["capped"] = (await client.call_tool("check_citations", {
+                "text": "art. 154 k.p. " * (MAX_CHECK_CITATIONS + 2)})).structured_content
             pages, offset = [], 0
             while offset is not None:
                 page = (await client.call_tool("get_article", {"act": KP, "article": "151^1", "max_chars": 300,
@@ -200,6 +204,11 @@ def test_stdio_tools_answer_with_citations_that_match_pipeline_show(mcp_url, oll
         ("154", "§ 1 pkt 2", "ok"), ("350", "", "not_found")]
     assert checked["ok"] is False and checked["counts"] == {"ok": 1, "not_found": 1}
     assert checked["citations"][0]["text"] == KP and len(checked["citations"][0]["sha256"]) == 64
+    assert checked["not_checked"] == 0 and checked["warnings"] == []
+    # Past the cap: counted and said, never dropped unsaid (issue 49).
+    capped = out["capped"]
+    assert len(capped["citations"]) == MAX_CHECK_CITATIONS and capped["not_checked"] == 2 and capped["ok"] is False
+    assert capped["warnings"][0].startswith("2 more citation(s) not checked")
 
     long = show(mcp_url, KP, "151^1")
     assert len(out["pages"]) > 1 and "".join(p["text"] for p in out["pages"]) == long["text"]
@@ -227,6 +236,9 @@ BAD_CALLS = [
     ("search_law", {"query": "urlop", "acts": ["DU/1999/123"], "mode": "text"}, "DU/1999/123 is not in the database"),
     ("search_law", {"query": "urlop", "mode": "fuzzy"}, "mode"),
     ("search_law", {}, "query: Field required"),
+    # The rule the page applies to a pasted text, below every face (issue 49): no NUL, no control character.
+    ("check_citations", {"text": "art. 154 k.p.\x00"}, "the text contains a NUL character"),
+    ("check_citations", {"text": "art. 154 k.p.\x1b[2J"}, "the text contains a control character (U+001B)"),
     ("no_such_tool", {}, "Unknown tool"),
 ]
 

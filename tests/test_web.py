@@ -349,6 +349,24 @@ def test_hostile_input_is_escaped_and_bad_input_is_a_polish_message(site):
     assert "\nFORGED" not in log and "\x1b" not in log and "1\\nFORGED\\x1b" in log
 
 
+def test_the_check_page_says_what_it_did_not_check(site):
+    """Issue 49: past the cap the page counts a check's citations not checked, never drops them unsaid."""
+    from pipeline.core.limits import MAX_CHECK_CITATIONS
+
+    r = httpx.post(site.base + "/check", data={"text": "art. 154 k.p. " * (MAX_CHECK_CITATIONS + 2)}, timeout=120)
+    assert r.status_code == 200 and r.text.count('<tr class="ok">') == MAX_CHECK_CITATIONS
+    assert "niesprawdzone: 2." in r.text and "Nie sprawdzono dalszych cytowań: 2." in r.text
+    assert len(r.content) < 1_000_000  # a bounded page
+
+
+def test_a_pasted_text_with_control_characters_is_refused(site):
+    """The library's rule, every face's (MCP check_citations too); the page words it in Polish."""
+    for text in ("art. 154 k.p.\x00", "art. 154 k.p.\x1b[2J"):
+        r = httpx.post(site.base + "/check", data={"text": text}, timeout=30)
+        assert r.status_code == 400 and "Tekst zawiera niedozwolony znak." in r.text, text
+        assert "\x00" not in r.text and "\x1b" not in r.text
+
+
 def test_head_never_asks_the_answer_model(site, chat):
     before = len(chat.requests)
     for path in ("/answer?q=Ile+dni+urlopu", "/answer/stream?q=Ile+dni+urlopu"):

@@ -6,6 +6,7 @@ is met. The SQL interface keeps bounds of its own (search_chunks: k up to 1000),
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from pipeline.core.errors import UsageError
@@ -37,6 +38,17 @@ MAX_JOBS = 64  # processes parsing ahead in a bulk ingest
 FIND_LIMIT = 20
 MAX_FIND_LIMIT = 500
 MAX_CHECK_CHARS = 100_000  # a text whose citations `check` reads at once (a long brief; each citation is a few queries)
+# The most citations one `check` checks (each is a few queries, ~2 ms): a long brief cites a few hundred; past it
+# the rest are counted as not checked, never dropped unsaid.
+MAX_CHECK_CITATIONS = 1000
+# The most numbers a range expands to where the act's own numbers are not known ("art. 1–20000" of an act
+# not stored): more articles than any act has (the Civil Code ends at art. 1088). Checked before expanding.
+MAX_RANGE = 2000
+# The most units a unit range expands to ("pkt 1–12"; "pkt 1–100000" is its last unit alone).
+MAX_UNIT_RANGE = 50
+# A citation's words in a check's record (``quote``): a list of thousands of numbers is cut in the middle, so
+# that its words are not repeated in each of its records (``start`` and ``end`` still span them all).
+MAX_QUOTE_CHARS = 300
 SEARCH_PAGE = 500
 MAX_BULK_RECORDS = 5000
 FIND_PUBLISHERS = ("DU", "MP")
@@ -74,3 +86,23 @@ def check_question(query: object) -> None:
     if len(query) > MAX_QUESTION_CHARS:
         raise UsageError(f"the question is too long: {len(query)} characters (at most {MAX_QUESTION_CHARS}); "
                          "ask about one thing, in a few sentences")
+
+
+# The control characters (Unicode Cc) but those a pasted text holds: a line break, a tab, a PDF's page break.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def check_text(text: object) -> None:
+    """A UsageError unless ``text`` is a text whose citations to check: a string with something in it, no
+    control character but a line break, a tab or a page break (no NUL), valid Unicode, at most MAX_CHECK_CHARS."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("give a text to check (the citations in it are checked)")
+    if len(text) > MAX_CHECK_CHARS:
+        raise UsageError(f"the text is {len(text)} characters; at most {MAX_CHECK_CHARS} are checked at once")
+    if bad := _CONTROL.search(text):
+        name = "a NUL character" if bad[0] == "\x00" else f"a control character (U+{ord(bad[0]):04X})"
+        raise UsageError(f"the text contains {name}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("the text is not valid Unicode text (it holds a lone surrogate)") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from pipeline.core.errors import UsageError
+from pipeline.core.limits import MAX_RANGE
 from pipeline.core.units import CITED_WORD
 
 # Letter suffixes are Polish letters ("95ł" exists), ordered as the Polish alphabet.
@@ -143,22 +144,35 @@ def _fmt(key: Key) -> str:
     return f"{base}{spell(letter)}" + (f"^{sup}" if sup else "") + spell(suffix)
 
 
-def expand_range(first: str, last: str) -> list[str]:
-    """Numbers from ``first`` to ``last`` where they can be known; [] where not.
-
-    "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
-    """
+def range_size(first: str, last: str) -> int | None:
+    """How many numbers the range from ``first`` to ``last`` holds, counted without listing them; None where
+    they cannot be known ("19a-19c": which letters lie between is not known; a range running backwards)."""
     try:
         a, b = parse_number(first), parse_number(last)
     except ValueError:
-        return []
-    if a[1] or a[3] or b[1] or b[3]:  # "19a-19c": which letters lie between is not known
-        return []
+        return None
+    if a[1] or a[3] or b[1] or b[3]:
+        return None
     (base_a, _, sup_a, _), (base_b, _, sup_b, _) = a, b
     if sup_a and sup_b and base_a == base_b and sup_a < sup_b:
-        return [f"{base_a}^{n}" for n in range(sup_a, sup_b + 1)]
+        return sup_b - sup_a + 1
     if sup_a or base_a >= base_b:
+        return None
+    return base_b - base_a + 1 + (1 if sup_b else 0)
+
+
+def expand_range(first: str, last: str) -> list[str]:
+    """Numbers from ``first`` to ``last`` where they can be known; [] where not, or where they are more than
+    MAX_RANGE (told before any is listed: "1-100000000" is no range of an act).
+
+    "12", "14" -> 12, 13, 14; "284", "290^1" -> 284 … 290, 290^1; "67^1", "67^4" -> 67^1 … 67^4.
+    """
+    size = range_size(first, last)
+    if size is None or size > MAX_RANGE:
         return []
+    (base_a, _, sup_a, _), (base_b, _, sup_b, _) = parse_number(first), parse_number(last)
+    if sup_a:
+        return [f"{base_a}^{n}" for n in range(sup_a, sup_b + 1)]
     numbers = [str(n) for n in range(base_a, base_b + 1)]
     if sup_b:
         numbers.append(last)

@@ -29,7 +29,8 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from pipeline.core import __version__
 from pipeline.core.errors import is_for_the_user, one_line
-from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, MAX_K, MODES, check_question
+from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_CHECK_CITATIONS, MAX_FIND_LIMIT, MAX_K, MODES, \
+    check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
 from pipeline.interfaces.listening import Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for
@@ -84,6 +85,8 @@ class CheckResult(TypedDict):
     as_of: dt.date | None
     ok: bool  # every citation is ok (false too when the text cites nothing)
     counts: dict[str, int]  # citations per status
+    not_checked: int  # citations past the cap (MAX_CHECK_CITATIONS): counted, not checked
+    warnings: list[str]  # what the check left out, one line each
     citations: list[CitationRecord]
 
 
@@ -206,14 +209,16 @@ Then read a whole article with get_article. `acts` limits the search to ELI ids 
 model only). A hit whose `official` is false holds the article's wording on that date rebuilt from
 later changes (`rebuilt_from`), not an official text: say so when you quote it."""
 
-CHECK_DESCRIPTION = """\
+CHECK_DESCRIPTION = f"""\
 Sprawdź cytowania przepisów w tekście. Check every citation of a Polish text against the stored acts:
 "art. 154 § 1 pkt 2 k.p.", "art. 5 ust. 2 ustawy z dnia … o …", "art. 1 ustawy (Dz. U. z 2024 r. poz.
 581)", ranges and lists, a unit cited after its act was named earlier in the sentence. Each citation
 gets one `status`: ok, not_found (no such article or unit in the text in force on `as_of`),
 not_in_force (repealed, or not yet / no longer in force then, `why` says from when), undetermined
 (the texts do not determine when it is in force), act_not_stored (`ingest`: the command that adds it),
-ambiguous (`candidates`). Use it on your own answer before giving it: cite only what is ok."""
+ambiguous (`candidates`). Use it on your own answer before giving it: cite only what is ok. At most
+{MAX_CHECK_CITATIONS} citations are checked at once: `not_checked` counts the ones past them (`warnings` says so); check
+the rest of the text in a further call."""
 
 GET_ARTICLE_DESCRIPTION = """\
 Pobierz pełny tekst jednego artykułu ustawy. Get the full text of one article of a stored act:

@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 
 from pipeline.core import clock
 from pipeline.answering.citations import cite, polish_citation
+from pipeline.core.limits import MAX_CHECK_CITATIONS, MAX_RANGE
 from pipeline.indexing.find import ActFound, ActQuery, Pick
 from pipeline.retrieval.search import Hit
 from pipeline.sources.provision_time import in_force_note
@@ -328,14 +329,25 @@ class CitationRecord(TypedDict):
 
 @dataclass
 class Checked:
-    """A citation check: every citation of the text, in order (``ok`` only when each one is)."""
+    """A citation check: every citation of the text, in order, up to MAX_CHECK_CITATIONS; ``not_checked``:
+    how many more the text cites (``ok`` only when each one was checked and is)."""
 
     as_of: dt.date | None
     citations: list[CitationRecord]
+    not_checked: int = 0
 
     @property
     def ok(self) -> bool:
-        return bool(self.citations) and all(c["status"] == "ok" for c in self.citations)
+        return bool(self.citations) and not self.not_checked and all(c["status"] == "ok" for c in self.citations)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the check left out, one line each (every face shows it)."""
+        if not self.not_checked:
+            return []
+        return [f"{self.not_checked} more citation(s) not checked: a check reads at most {MAX_CHECK_CITATIONS} "
+                f"(a range of an act whose text is not stored, at most {MAX_RANGE} of its numbers); "
+                "check the rest of the text apart"]
 
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -344,7 +356,8 @@ class Checked:
         return found
 
     def to_dict(self) -> dict:
-        return {"as_of": self.as_of, "ok": self.ok, "counts": self.counts(), "citations": self.citations}
+        return {"as_of": self.as_of, "ok": self.ok, "counts": self.counts(), "not_checked": self.not_checked,
+                "warnings": self.warnings, "citations": self.citations}
 
 
 # --- what a search and a find return --------------------------------------------------------------------

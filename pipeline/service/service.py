@@ -26,8 +26,8 @@ import psycopg
 from pipeline.core.config import Settings, settings
 from pipeline.core.errors import DatabaseError, EvalError, IngestError, NoVectors, UsageError, one_line
 from pipeline.core.redact import redact_url
-from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
-    READER_STATEMENT_TIMEOUT
+from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
+    READER_STATEMENT_TIMEOUT, check_text
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync
 from pipeline.indexing.embed import EmbedRun, ProgressFactory
@@ -238,14 +238,12 @@ class Service:
     def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
         """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does
         the cited article and unit exist in the text in force on ``as_of`` (None: today), and is it in force
-        then (:class:`results.Checked`; pipeline.storage.citations)."""
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError("give a text to check (the citations in it are checked)")
-        if len(text) > MAX_CHECK_CHARS:
-            raise UsageError(f"the text is {len(text)} characters; at most {MAX_CHECK_CHARS} are checked at once")
+        then (:class:`results.Checked`; pipeline.storage.citations)? At most MAX_CHECK_CITATIONS of them, the
+        rest counted (``not_checked``); the text is refused as :func:`limits.check_text` says."""
+        check_text(text)
+        records, not_checked = self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of))
         # storage.citations builds these records (a layer below, it cannot name the TypedDict)
-        return Checked(as_of, cast("list[CitationRecord]",
-                                   self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of))))
+        return Checked(as_of, cast("list[CitationRecord]", records), not_checked)
 
     def toc(self, act: str, *, as_of: dt.date | None = None) -> dict:
         """The articles of the act's text in force on ``as_of`` (None: current), with their headings."""

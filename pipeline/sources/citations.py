@@ -10,10 +10,14 @@ citation of this kind (a statute's own articles are).
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
-from pipeline.sources.references import Cited, acts_named_in, cited_in
+from pipeline.core.limits import MAX_RANGE
+from pipeline.core.numbering import expand_range, is_canonical, range_size, sort_key
+from pipeline.sources.references import Cited, acts_named_in, cited_in, counted
 
 # Where a sentence ends: a full stop before a capital or a line break, or a blank line.
 _SENTENCE_END = re.compile(r"(?<!\bart)(?<!\bust)(?<!\bpkt)(?<!\blit)(?<!\bpoz)(?<!\bnr)(?<!\bDz)(?<!\bU)(?<!\br)"
@@ -38,11 +42,33 @@ class Citation:
     title: str | None = None
     from_context: bool = False  # the act was named earlier in the sentence, not after the article
     foreign: str | None = None  # an act outside the Dziennik Ustaw ("RODO"): never stored here
+    after: str | None = None  # a range's end ("art. 8–10": 10): the articles after this one up to ``article``
 
 
-def _sentence_start(text: str, at: int) -> int:
-    starts = [m.end() for m in _SENTENCE_END.finditer(text, 0, at)]
-    return starts[-1] if starts else 0
+class _Sentences:
+    """Where the sentence (and the clause) holding a place of ``text`` begins, each answer a look-up in what one
+    pass over the text found: asking from the text's start for each citation made the finder quadratic."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        found = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)]
+        self.starts, self.ends = [s for s, _ in found], [e for _, e in found]
+        self.semicolons = [m.start() for m in re.finditer(";", text)]
+
+    def start(self, at: int) -> int:
+        """Where the sentence holding ``at`` begins: after the last sentence end before it that the text up to
+        ``at`` shows (one whose next capital is the citation itself is not read as one)."""
+        i = bisect.bisect_right(self.ends, at) - 1
+        while i >= 0:
+            if m := _SENTENCE_END.match(self.text, self.starts[i], at):
+                return m.end()
+            i -= 1
+        return 0
+
+    def clause_start(self, at: int) -> int:
+        """Where the clause holding ``at`` begins: the sentence's start, or after a ";" in it."""
+        i = bisect.bisect_left(self.semicolons, at) - 1
+        return max(self.start(at), self.semicolons[i] + 1 if i >= 0 else 0)
 
 
 # An article's own label in a statute's text quoted whole ("… 621). Art. 12a. Przepisów …"): not a citation.
@@ -56,35 +82,80 @@ def _is_label(text: str, c: Cited) -> bool:
 
 
 def find(text: str) -> list[Citation]:
-    """Every citation of ``text``, in order, ranges and lists expanded, each unit once per place."""
-    cited = cited_in(text)
+    """Every citation of ``text``, in order, lists expanded, each unit once per place; an article range as its
+    first article and its last (``after``: the first), the articles between being the act's own."""
+    return found_in(text)[0]
+
+
+def found_in(text: str, limit: int | None = None) -> tuple[list[Citation], int]:
+    """:func:`find`'s citations, at most ``limit`` of them listed, and how many more there are (counted, a range
+    by its numbers: pipeline.sources.references.counted). Linear in the text: each look-up of what comes
+    before a citation is a binary search in what one pass found."""
+    cited = cited_in(text, whole_ranges=True, limit=limit)
     # What a later "art. 9 ust. 2" with no act after it cites: an act the sentence named on its own (not as
     # the act of an "art. …" list: that one is the list's), in the same clause; "tej ustawy": the act the text
     # named last, on its own or after a list.
     spans = [(c.start, c.end) for c in cited if c.named]
-    topics = [(at, a) for at, a in acts_named_in(text) if not any(s <= at < e for s, e in spans)]
+    span_starts = [s for s, _ in spans]
+    reach = list(itertools.accumulate((e for _, e in spans), max))  # the furthest end of the spans so far
+
+    def in_span(at: int) -> bool:
+        i = bisect.bisect_right(span_starts, at) - 1
+        return i >= 0 and at < reach[i]
+
+    topics = [(at, a) for at, a in acts_named_in(text) if not in_span(at)]
     mentions = sorted(topics + [(c.start, c) for c in cited if c.named], key=lambda x: x[0])
+    topic_at, mention_at = [at for at, _ in topics], [at for at, _ in mentions]
+    sentences = _Sentences(text)
     found: list[Citation] = []
+    more = 0
     for c in cited:
         context = None
         if not c.named:
             if c.anaphoric:
-                context = next((a for at, a in reversed(mentions) if at < c.start), None)
+                i = bisect.bisect_left(mention_at, c.start) - 1
+                context = mentions[i][1] if i >= 0 else None
             elif not _is_label(text, c):
-                begin = max(_sentence_start(text, c.start), text.rfind(";", 0, c.start) + 1)
-                context = next((a for at, a in reversed(topics) if begin <= at < c.start), None)
+                begin = sentences.clause_start(c.start)
+                i = bisect.bisect_left(topic_at, c.start) - 1
+                context = topics[i][1] if i >= 0 and topic_at[i] >= begin else None
             if context is None:
                 continue
         act = context or c
+        more += c.more
         quote = " ".join(text[c.start:c.end].split())
         words = _words(text, act)
         if c.anaphoric:  # "tej ustawy (ustawy o prawach pacjenta)"
             words = f"{_words(text, c)} ({words})"
-        for article, unit in c.targets:
+        for i, (article, unit) in enumerate(c.targets):
             found.append(Citation(quote, c.start, c.end, article, unit, words, act.act,
                                   act.name, act.year, act.title, from_context=context is not None,
-                                  foreign=act.foreign))
-    return found
+                                  foreign=act.foreign, after=c.ranges.get(i)))
+    return found, more
+
+
+def weight(c: Citation) -> int:
+    """How many articles ``c`` stands for, counted by number: one, or a range's numbers after its first."""
+    return counted(c.article, c.after)
+
+
+def between(c: Citation, known: list[str] | None) -> tuple[list[str], int]:
+    """The articles a range's citation ``c`` stands for after its first, to check one by one: with ``known``
+    (its act's articles in order) those of them in between, and ``c.article`` where the act lacks it ("art.
+    1–20000 k.p.": the Code's articles, and 20000, not found); else by number, at most MAX_RANGE of them
+    (past it ``c.article`` alone). With how many numbers between were not listed (past MAX_RANGE)."""
+    first, last = c.after, c.article
+    if first is None:
+        return [last], 0
+    if known is not None and is_canonical(first) and is_canonical(last):
+        low, high = sort_key(first), sort_key(last)
+        numbers = [n for n in dict.fromkeys(known) if is_canonical(n) and low < sort_key(n) <= high]
+        return numbers + ([last] if last not in numbers else []), 0
+    numbers = expand_range(first, last)[1:]
+    if numbers:
+        return numbers, 0
+    size = range_size(first, last)
+    return [last], (size - 2 if size is not None and size > MAX_RANGE else 0)
 
 
 def _words(text: str, c: Cited) -> str:

@@ -15,16 +15,18 @@ by title with no journal reference anywhere in the article's act).
 """
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId
 from pipeline.core.codes import code_name_at, code_named
 from pipeline.core.dates import parse_date
-from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical
+from pipeline.core.limits import MAX_UNIT_RANGE
+from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_range, is_canonical, range_size
 from pipeline.core.units import CITED, CITED_WORD, LETTERS, PARAGRAPH, SECTION
 from pipeline.sources.parse.model import Article
 
@@ -133,17 +135,19 @@ def _unit_text(units: list[tuple[str, str]]) -> str:
 
 
 def _unit_range(first: str, last: str) -> list[str]:
-    """The unit numbers after ``first`` up to ``last``: "1", "3" -> 2, 3; "3", "3^3" -> 3^1, 3^2, 3^3."""
-    if first.isdigit() and last.isdigit() and int(first) < int(last) <= int(first) + 50:
+    """The unit numbers after ``first`` up to ``last``: "1", "3" -> 2, 3; "3", "3^3" -> 3^1, 3^2, 3^3; past
+    MAX_UNIT_RANGE (told before any is listed), ``last`` alone."""
+    if first.isdigit() and last.isdigit() and int(first) < int(last) <= int(first) + MAX_UNIT_RANGE:
         return [str(n) for n in range(int(first) + 1, int(last) + 1)]
-    if (m := re.fullmatch(r"(\d+)([a-z])", last)) and first.isdigit() and int(first) <= int(m.group(1)) <= int(first) + 50:
+    if ((m := re.fullmatch(r"(\d+)([a-z])", last)) and first.isdigit()
+            and int(first) <= int(m.group(1)) <= int(first) + MAX_UNIT_RANGE):
         # "pkt 2–5d": the points up to 5 and the ones inserted after it, 5a … 5d
         numbers = [str(n) for n in range(int(first) + 1, int(m.group(1)) + 1)]
         return numbers + [m.group(1) + chr(c) for c in range(ord("a"), ord(m.group(2)) + 1)]
     if m := re.fullmatch(r"(\d+)\^(\d+)", last):
         base, top = m.groups()
         start = 1 if first == base else int(f.group(1)) + 1 if (f := re.fullmatch(rf"{base}\^(\d+)", first)) else None
-        if start is not None and start <= int(top) <= start + 50:
+        if start is not None and start <= int(top) <= start + MAX_UNIT_RANGE:
             return [f"{base}^{n}" for n in range(start, int(top) + 1)]
     return [last]
 
@@ -163,7 +167,15 @@ def _expand(parts: list[tuple[str, str]], known: list[str] | None = None, *,
     """(article, unit) for each target of a list. A bare number after an item with units continues the
     deepest unit ("art. 154 § 1 i 2" cites § 1 and § 2 of art. 154); a range expands ("135–138",
     "§ 4 pkt 1–3"). ``relative``: the list is of units of the article itself ("§ 1 i 2")."""
-    out: list[tuple[str | None, str]] = []
+    return [(article, _unit_text(units)) for article, units, _ in _targets(parts, known, relative=relative)]
+
+
+def _targets(parts: list[tuple[str, str]], known: list[str] | None = None, *, relative: bool = False,
+             whole_ranges: bool = False) -> Iterator[tuple[str | None, list[tuple[str, str]], str | None]]:
+    """:func:`_expand`'s targets one at a time, their units not yet written (a target past a caller's limit
+    is only counted), each with None; ``whole_ranges``: an article range is not expanded but given as its
+    last article with its first ("art. 1–20000": 1, None; 20000, "1"), for a reader who knows the act's own
+    articles (pipeline.storage.citations)."""
     article: str | None = None
     units: list[tuple[str, str]] = []
     for sep, item in parts:
@@ -178,16 +190,18 @@ def _expand(parts: list[tuple[str, str]], known: list[str] | None = None, *,
             kind, last = units[-1]
             for value in (_unit_range(last, number) if is_range else [number]):
                 units = units[:-1] + [(kind, value)]
-                out.append((article, _unit_text(units)))
+                yield article, units, None
             continue
         if number is not None:
             if is_range and article is not None and not units and not item_units:
-                span = _article_range(article, number, known)
-                out.extend((a, "") for a in (span[1:] or [number]))
+                if whole_ranges:
+                    yield number, [], article
+                else:
+                    yield from ((a, [], None) for a in (_article_range(article, number, known)[1:] or [number]))
                 article = number
                 continue
             article, units = number, item_units
-            out.append((article, _unit_text(units)))
+            yield article, units, None
             continue
         if not item_units:
             break
@@ -197,11 +211,10 @@ def _expand(parts: list[tuple[str, str]], known: list[str] | None = None, *,
             kind, last = units[depth]
             for value in _unit_range(last, item_units[0][1]):
                 units = units[:depth] + [(kind, value)]
-                out.append((article, _unit_text(units)))
+                yield article, units, None
             continue
         units = units[:depth] + item_units
-        out.append((article, _unit_text(units)))
-    return out
+        yield article, units, None
 
 
 def _journal_act(m: re.Match) -> str | None:
@@ -421,6 +434,9 @@ class Cited:
     foreign: str | None = None  # an act outside the Dziennik Ustaw, as Polish writing names it ("RODO")
     anaphoric: bool = False  # "tej ustawy", "powołanej ustawy": the act named last before it
     list_end: int = -1  # where the "art. …" list ends and the act's words begin (-1: no list)
+    # cited_in(whole_ranges=True): the targets that end an article range, by index, with the range's first article
+    ranges: dict[int, str] = field(default_factory=dict)
+    more: int = 0  # targets past cited_in's limit: counted (a range by its numbers, counted()), not listed
 
 
 # After a list, in a text other than a statute (a letter, an answer): a code's abbreviation ("k.p.", "kp"),
@@ -453,25 +469,47 @@ _ELI_ID = re.compile(r"^\s*\(?\s*(?P<eli>(?:DU|MP)/\d{4}/\d+)\b")
 _WORD_JOURNAL = re.compile(r"^\s*(?:ustaw\w*|rozporządzeni\w*|akt\w*)\s*(?=\()", re.IGNORECASE)
 
 
-def cited_in(text: str) -> list[Cited]:
+def counted(article: str, first: str | None) -> int:
+    """How many articles a target stands for, counted by number without listing them: one, or where it ends
+    a whole range (``first``: the range's first article, listed apart) the numbers after ``first``."""
+    return 1 if first is None else max(1, (range_size(first, article) or 2) - 1)
+
+
+def cited_in(text: str, *, whole_ranges: bool = False, limit: int | None = None) -> list[Cited]:
     """Every "art. …" list of any Polish text (a letter, a brief, an answer) with the act the words after
     it name: a code by name or abbreviation ("k.p."), an act by date and title or by name alone, a Dz. U.
-    position, an ELI id; ``named`` False where none follows (the caller may know the act otherwise)."""
+    position, an ELI id; ``named`` False where none follows (the caller may know the act otherwise).
+    ``whole_ranges``: article ranges as :func:`_targets` gives them; ``limit``: at most this many targets
+    listed in all, those past it counted (``Cited.more``), so that no text makes a list of millions."""
     found: list[Cited] = []
     previous_end = -1
+    left = limit
+    ranges: dict[int, str] = {}
+    more = 0
     for m in _ARTICLES.finditer(text):
-        if found and found[-1].list_end < 0:
-            found[-1] = replace(found[-1], list_end=previous_end)
+        if found and found[-1].list_end < 0:  # the list before: where its words end, its ranges, its count
+            found[-1] = replace(found[-1], list_end=previous_end, ranges=ranges, more=more)
         previous_end = m.end()
-        targets = [(a, u) for a, u in _expand(_split_items(m.group("list"))) if a is not None]
-        if not targets:
+        targets: list[tuple[str, str]] = []
+        ranges, more = {}, 0
+        for a, u, first in _targets(_split_items(m.group("list")), whole_ranges=whole_ranges):
+            if a is None:
+                continue
+            if left is not None and left <= 0:
+                more += counted(a, first)
+                continue
+            if first is not None:
+                ranges[len(targets)] = first
+            targets.append((a, _unit_text(u)))
+            left = None if left is None else left - 1
+        if not targets and not more:
             continue
         after = text[m.end():m.end() + 400]
         if (e := _ELI_ID.match(after)) is not None:
             found.append(Cited(m.start(), m.end() + e.end(), targets, True, str(parse_act_id(e.group("eli")))))
             continue
-        if (a := _ABBREVIATION.match(after)) and (code := code_named(a.group("abbr"), abbreviations=True)):
-            found.append(Cited(m.start(), m.end() + a.end(), targets, True, code, name=a.group("abbr").strip()))
+        if (abbr := _ABBREVIATION.match(after)) and (code := code_named(abbr.group("abbr"), abbreviations=True)):
+            found.append(Cited(m.start(), m.end() + abbr.end(), targets, True, code, name=abbr.group("abbr").strip()))
             continue
         lead = len(after) - len(after.lstrip())
         if named_code := code_name_at(after[lead:]):  # "Kodeksu pracy", the name's own words only
@@ -501,8 +539,8 @@ def cited_in(text: str) -> list[Cited]:
             found.append(Cited(m.start(), m.end() + f.end(), targets, True, None, name=f.group("abbr"),
                                foreign=_FOREIGN[f.group("abbr")]))
             continue
-        if a := _ANAPHORA.match(after):
-            found.append(Cited(m.start(), m.end() + a.end(), targets, False, anaphoric=True))
+        if anaphora := _ANAPHORA.match(after):
+            found.append(Cited(m.start(), m.end() + anaphora.end(), targets, False, anaphoric=True))
             continue
         fields, end = _whose(text, m.end(), "", {})
         if fields["kind"] == "external":
@@ -511,7 +549,7 @@ def cited_in(text: str) -> list[Cited]:
             continue
         found.append(Cited(m.start(), m.end(), targets, False))
     if found and found[-1].list_end < 0:
-        found[-1] = replace(found[-1], list_end=previous_end)
+        found[-1] = replace(found[-1], list_end=previous_end, ranges=ranges, more=more)
     return found
 
 
@@ -520,12 +558,16 @@ def acts_named_in(text: str) -> list[tuple[int, Cited]]:
     … o …", "k.p."), with where each mention starts: what a later "art. 9 ust. 2" in the sentence cites."""
     found: list[tuple[int, Cited]] = []
     for m in _ACT_BY_TITLE.finditer(text):
-        act, title = cited_act(text[m.start():])
+        # cited_act reads at most 300 characters past the title: a slice to there, not the rest of the text.
+        act, title = cited_act(text[m.start():m.end() + 300])
         found.append((m.start(), Cited(m.start(), m.end(), [], True, act, title, _name_of(m.group("title")),
                                        int(m.group("date")[-4:]))))
+    titles = [c for _, c in found]  # in order, none inside another: the one before a place is the one to ask
+    starts = [c.start for c in titles]
     for m in re.finditer(rf"\b(?:ustaw[aąyie]\w*)\s+(?P<name>o\s+[^()\n;,.:]{{3,160}}?|[–—-]\s*[A-ZĄĆĘŁŃÓŚŹŻ]"
                          rf"[^()\n;,.:]{{2,160}}?){_NAME_END}", text, re.IGNORECASE):
-        if not any(s <= m.start() < c.end for s, c in found):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i < 0 or m.start() >= titles[i].end:
             name = _name_of(m.group("name"))
             found.append((m.start(), Cited(m.start(), m.end(), [], True, None, name=name)))
     for m in re.finditer(r"\bKonstytucj[aiąę](?:\s+(?:RP|Rzeczypospolitej\s+Polskiej))?\b", text):

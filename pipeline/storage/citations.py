@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import re
 from typing import Any
+from dataclasses import replace
 
 import psycopg
 from psycopg.rows import dict_row
@@ -22,6 +23,7 @@ from pipeline.core import clock
 from pipeline.core import units
 from pipeline.core.codes import code_named
 from pipeline.core.dates import parse_date
+from pipeline.core.limits import MAX_CHECK_CITATIONS, MAX_QUOTE_CHARS
 from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
@@ -270,10 +272,43 @@ def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.da
     return out
 
 
+def _articles_of(conn: psycopg.Connection, c: Citation, as_of: dt.date | None) -> list[str] | None:
+    """The articles, in order, of the stored text a range's act has in force on the date (what the range
+    spans); None where the citation's act is not one stored act with a text then."""
+    bases, _, _ = _candidates(conn, c, as_of)
+    if len(bases) != 1:
+        return None
+    version = conn.execute("SELECT version_id FROM versions_as_of(%s) WHERE base_eli = %s",
+                           (as_of, bases[0])).fetchone()
+    if version is None:
+        return None
+    return [r[0] for r in conn.execute("SELECT article FROM articles WHERE version_id = %s ORDER BY ordinal", version)]
+
+
 @read_only
-def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None) -> list[dict]:
+def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None,
+          limit: int = MAX_CHECK_CITATIONS) -> tuple[list[dict], int]:
     """Every citation of ``text`` (pipeline.sources.citations), checked against the stored text of its act
-    in force on ``as_of`` (None: today), in the text's order."""
+    in force on ``as_of`` (None: today), in the text's order: the first ``limit`` of them, and how many more
+    the text cites, not checked (a range past the limit counted by its numbers). A range spans the
+    articles its act's stored text has between its ends (pipeline.sources.citations.between)."""
     require_date(as_of)
     day = as_of or clock.today()
-    return [_check_one(conn, c, day, as_of) for c in finder.find(text)]
+    found, more = finder.found_in(text, limit)
+    out: list[dict] = []
+    for c in found:
+        if len(out) >= limit:
+            more += finder.weight(c)
+            continue
+        numbers, unlisted = finder.between(c, _articles_of(conn, c, as_of) if c.after is not None else None)
+        more += unlisted
+        for number in numbers:
+            if len(out) >= limit:
+                more += 1
+                continue
+            record = _check_one(conn, replace(c, article=number, after=None), day, as_of)
+            if len(record["quote"]) > MAX_QUOTE_CHARS:
+                half = MAX_QUOTE_CHARS // 2
+                record["quote"] = f"{record['quote'][:half]} … {record['quote'][-half:]}"
+            out.append(record)
+    return out, more

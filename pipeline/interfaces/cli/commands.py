@@ -248,8 +248,9 @@ def check_cmd(file: str | None, as_of: Any, as_json: bool) -> None:
     pipeline check - --as-of 2025-03-01 < pismo.txt
 
     Each citation (art. 154 § 1 pkt 2 k.p., art. 5 ust. 2 ustawy z dnia … o …, art. 1 ustawy (Dz. U. …))
-    gets one status: ok, not_found, not_in_force, undetermined, act_not_stored, ambiguous. Exits 0 only
-    when every citation is ok; a text with no citation is not "checked, nothing wrong" (exit 1)."""
+    gets one status: ok, not_found, not_in_force, undetermined, act_not_stored, ambiguous. Past the most
+    citations one check reads, the rest are counted as not checked. Exits 0 only when every citation was
+    checked and is ok; a text with no citation is not "checked, nothing wrong" (exit 1)."""
     if file in (None, "-"):
         text = sys.stdin.read()
     else:

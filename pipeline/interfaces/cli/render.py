@@ -299,6 +299,8 @@ def checked(result: Any) -> None:
             click.echo(f"{'':<16}to add it: {c['ingest']}")
     counts = ", ".join(f"{n} {status}" for status, n in result.counts().items())
     click.echo(f"{len(result.citations)} citation(s): {counts}", err=True)
+    for warning in result.warnings:  # citations past the cap: counted, never dropped unsaid
+        warn(warning)
 
 
 def diff(result: dict) -> None:

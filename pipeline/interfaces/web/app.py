@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Scope
 from pipeline.core import __version__
 from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, ConfigError, DatabaseError, EmbedderError,
                                   UsageError, is_for_the_user, one_line)
-from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS
+from pipeline.core.limits import MAX_CHECK_CHARS, MAX_CHECK_CITATIONS, MAX_QUESTION_CHARS, MAX_RANGE
 from pipeline.core.numbering import printed
 from pipeline.interfaces.listening import (Guard, Policy, Refusal, SecurityHeaders, check_port, exposure_warning,
                                            policy_for)
@@ -174,7 +174,8 @@ class Web:
         """"Sprawdź cytowania": a text pasted in (POST, so that a letter stays out of URLs and logs), each
         of its citations checked and marked in it."""
         context: dict[str, Any] = {"title": "Sprawdź cytowania", "text": text, "as_of": as_of, "form": self._form(),
-                                   "max_chars": MAX_CHECK_CHARS}
+                                   "max_chars": MAX_CHECK_CHARS, "max_citations": MAX_CHECK_CITATIONS,
+                                   "max_range": MAX_RANGE}
         if text.strip():
             checked = self.service.check(text, as_of=as_of)
             context.update(checked=checked.to_dict(), marked=marked_text(text, checked.citations),

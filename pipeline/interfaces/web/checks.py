@@ -9,7 +9,7 @@ from starlette.requests import Request
 
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId, UsageError
-from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question
+from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question, check_text
 from pipeline.interfaces.listening import visible
 
 
@@ -110,9 +110,12 @@ async def check_form(request: Request) -> tuple[str, dt.date | None]:
         raise PageError(400, "Tego tekstu nie da się odczytać (oczekiwano UTF-8).") from None
     # A browser sends each line break as CRLF; the form's maxlength counted it as one character.
     text = (fields.get("text") or [""])[0].replace("\r\n", "\n")
-    if "\x00" in text:
-        raise PageError(400, "Tekst zawiera niedozwolony znak.")
-    if len(text) > MAX_CHECK_CHARS:
-        raise PageError(400, f"Tekst ma {len(text)} znaków (najwyżej {MAX_CHECK_CHARS} naraz).")
+    if text.strip():  # a blank form is the empty page, not an error
+        try:
+            check_text(text)  # the library's rule (every face's); the page words its refusal in Polish
+        except UsageError as exc:
+            if len(text) > MAX_CHECK_CHARS:
+                raise PageError(400, f"Tekst ma {len(text)} znaków (najwyżej {MAX_CHECK_CHARS} naraz).") from None
+            raise PageError(400, "Tekst zawiera niedozwolony znak.", str(exc)) from None
     return text, date_value((fields.get("as_of") or [""])[0])
 
