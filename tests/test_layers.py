@@ -143,3 +143,17 @@ def test_the_rules_checker_sees_a_broken_rule(tmp_path):
         assert _imports("pipeline.core.probe", module) == {"pipeline.interfaces.cli", "pipeline.service.pool"}
     finally:
         del MODULES["pipeline.core.probe"]
+
+
+def test_the_benchmarks_import_modules_that_exist():
+    """bench/ (bench/archive too: kept to trace a figure to its code) imports only modules the package has:
+    a module moved or split (indexing/embedders.py -> embedders/) leaves no script behind that cannot start."""
+    bench = PACKAGE.parent / "bench"
+    missing = []
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            missing += [f"{path.relative_to(bench.parent)}: {n}" for n in names
+                        if n.startswith("pipeline") and n not in MODULES]
+    assert missing == []

@@ -21,7 +21,7 @@ import numpy as np
 
 from bench import common
 from pipeline.storage import db
-from pipeline.indexing.embedders import embedder_from_env
+from pipeline.embedders import embedder_from_env
 from pipeline.retrieval.evaluate import load_questions, select_ids
 from pipeline.retrieval.search import embedded_query
 

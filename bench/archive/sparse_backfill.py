@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.indexing import embed
-from pipeline.indexing.embedders import LocalEmbedder
+from pipeline.embedders.local import LocalEmbedder
 from pipeline.storage.schema import open_current
 
 

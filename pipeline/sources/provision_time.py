@@ -74,14 +74,6 @@ class ArticleTime:
     basis: str = UNDETERMINED
     events: list[Event] = field(default_factory=list)
 
-    def in_force_on(self, day: dt.date, repealed: bool = False) -> bool | None:
-        """True / False on ``day``; None where the text does not determine it."""
-        if repealed or (self.in_force_until is not None and day >= self.in_force_until):
-            return False
-        if self.in_force_from is None:
-            return None
-        return day >= self.in_force_from
-
 
 @dataclass(frozen=True)
 class ElsewhereRule:
