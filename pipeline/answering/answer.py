@@ -177,12 +177,21 @@ def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, as_
     return Retrieved(question, searched, fragments, verdict, currencies, gaps)
 
 
+@dataclass(frozen=True)
+class AnswerEvents:
+    """What a caller is told while an answer is made: the rewritten question (``on_rewrite``), the fragments
+    just before a model is asked (``on_fragments``), the answer's words as it streams (``on_token``)."""
+
+    on_rewrite: Callable[[str], None] | None = None
+    on_fragments: Callable[[list[Fragment]], None] | None = None
+    on_token: Callable[[str], None] | None = None
+
+
 def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | None = None, offline: bool = False,
-                     stream: bool = True, on_fragments: Callable[[list[Fragment]], None] | None = None,
-                     on_token: Callable[[str], None] | None = None) -> Asked:
+                     stream: bool = True, events: AnswerEvents = AnswerEvents()) -> Asked:
     """Answer from what :func:`retrieve` found, needing no database: refused below the similarity
-    threshold, else by the model, else extractive. ``on_fragments`` gets the fragments just before a
-    model is asked, ``on_token`` the answer as it streams."""
+    threshold, else by the model, else extractive (``events``: what the caller is told meanwhile)."""
+    on_fragments, on_token = events.on_fragments, events.on_token
     streamed = False
     rebuilt = {(f.act, f.article) for f in found.fragments if not f.official}
     if found.verdict.refused:
@@ -212,19 +221,15 @@ def answer_retrieved(found: Retrieved, config: ChatConfig, *, as_of: dt.date | N
 def answer_question(conn: psycopg.Connection, embedder: Embedder, question: str, config: ChatConfig, *,
                     as_of: dt.date | None = None, scope: Scope = Scope(), settings: SearchSettings = SearchSettings(),
                     rewrite: bool = False, offline: bool = False, stream: bool = True,
-                    on_rewrite: Callable[[str], None] | None = None,
-                    on_fragments: Callable[[list[Fragment]], None] | None = None,
-                    on_token: Callable[[str], None] | None = None, context_chars: int = CONTEXT_CHARS) -> Asked:
+                    events: AnswerEvents = AnswerEvents(), context_chars: int = CONTEXT_CHARS) -> Asked:
     """Retrieve, then answer: refused below the similarity threshold, else by the model, else extractive.
 
     The stages in one call on the caller's connection (:func:`retrieve`, then :func:`answer_retrieved`);
-    pipeline.Service.ask runs them with a connection held for the SQL only.
-    ``on_rewrite`` gets the rewritten question, ``on_fragments`` the fragments just before a model
-    is asked, ``on_token`` the answer as it streams.
+    pipeline.Service.ask runs them with a connection held for the SQL only. ``events``: the rewritten
+    question, the fragments just before a model is asked, the answer as it streams.
     """
     check_ask(question, settings.k, config, rewrite=rewrite, offline=offline)
-    searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
+    searched = searched_question(question, config, rewrite=rewrite, on_rewrite=events.on_rewrite)
     found = retrieve(conn, embedder, question, searched=searched, as_of=as_of, scope=scope, settings=settings,
                      context_chars=context_chars)
-    return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream, on_fragments=on_fragments,
-                            on_token=on_token)
+    return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream, events=events)

@@ -196,7 +196,7 @@ class Service:
         """Retrieve, then answer with the configured model (or offline: the best cited sentences), or
         refuse (pipeline.answering.answer). A connection is held for the SQL only: not while the question is
         rewritten or embedded, nor while the model writes. More answers at once than the service allows: Busy."""
-        from pipeline.answering.answer import answer_retrieved, check_ask, retrieve, searched_question
+        from pipeline.answering.answer import AnswerEvents, answer_retrieved, check_ask, retrieve, searched_question
 
         config = self.answer_config
         check_ask(question, k, config, rewrite=rewrite, offline=offline)
@@ -209,7 +209,7 @@ class Service:
             found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, as_of=as_of,
                                                         scope=scope, settings=settings, vectors=vectors))
             return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream,
-                                    on_fragments=on_fragments, on_token=on_token)
+                                    events=AnswerEvents(on_rewrite, on_fragments, on_token))
 
     def show(self, act: str, article: str, *, as_of: dt.date | None = None, version_no: int | None = None,
              official: bool = False) -> ArticleRecord:
