@@ -26,7 +26,8 @@ _SNAPSHOT = {
     "texts": "SELECT v.eli, v.version_no, v.valid_from FROM act_versions v",
     **{table: f"SELECT v.eli, v.version_no, to_jsonb(t) - {_IDS} FROM {table} t JOIN act_versions v USING (version_id)"
        for table in ("version_references", "version_definitions", "context_extractions", "amendments",
-                     "amendment_extractions", "version_times", "provision_rules", "rebuilt_extractions")},
+                     "amendment_extractions", "version_times", "provision_rules", "rebuilt_extractions",
+                     "version_delegations", "delegation_extractions")},
     **{table: f"SELECT v.eli, v.version_no, a.ordinal, to_jsonb(t) - {_IDS} FROM {table} t "
               "JOIN articles a USING (article_id) JOIN act_versions v ON v.version_id = a.version_id"
        for table in ("article_times", "article_events", "rebuilt_articles")},

@@ -176,6 +176,9 @@ class ArticleRecord(TypedDict):
     official: bool  # false: ``text`` is a wording rebuilt from the official text and changes in force (never official)
     official_text: str | None  # the official text, where ``text`` is rebuilt
     changes: list[ChangeRecord]
+    # What it authorises (revision 0013): {unit, organ, form, obligatory, normative, matter, guidance,
+    # in_agreement_with, after_consulting, in_amended_act, text}
+    delegations: list[dict]
 
 
 class ActRecord(TypedDict):
@@ -275,6 +278,7 @@ def article_record(found: ArticleOnDay, as_of: dt.date | None = None,
         "units_not_in_force": found.units_not_in_force,
         "citation_pl": citation_pl(found.eli, found.article, "", found.currency, found.act_title),
         "official": found.official, "official_text": found.official_text, "changes": found.changes,
+        "delegations": found.delegations,
     }
 
 

@@ -15,7 +15,7 @@ from pipeline.storage.db import one_row, read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
 # canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
 from pipeline.core.numbering import canonical_article
-from pipeline.storage import amendments, currency, legal_time
+from pipeline.storage import amendments, currency, delegations, legal_time
 
 
 class ActNotFound(ArticleNotFound):
@@ -106,6 +106,7 @@ class ArticleOnDay:
     official_text: str | None = None  # the official wording, where ``text`` is rebuilt
     changes: list[dict] = field(default_factory=list)
     currency: dict | None = None
+    delegations: list[dict] = field(default_factory=list)  # its units that authorise an act (storage.delegations)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -141,6 +142,7 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
     found.timeline = legal_time.timeline(conn, version_id, number)
+    found.delegations = delegations.of_article(conn, version_id, number)
     if found.article_id is not None:  # a row of the text's own (always, here: an added article has none)
         found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
     # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in force

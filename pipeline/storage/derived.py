@@ -24,8 +24,9 @@ import psycopg
 
 from pipeline.sources.instructions import read_all as read_instructions
 from pipeline.sources.parse.model import Article
+from pipeline.sources.delegations import READER as DELEGATIONS_READER
 from pipeline.sources.prepare import CONTEXT_EXTRACTOR, legal_context
-from pipeline.storage import amendments, context, legal_time, rebuilt
+from pipeline.storage import amendments, context, delegations, legal_time, rebuilt
 from pipeline.storage.db import one_row
 
 
@@ -111,13 +112,15 @@ def _rebuilt_follows(conn: psycopg.Connection, done: Done) -> set[int]:
 
 
 # In the order they read each other: first what a text alone says (its references, its changes to other
-# acts), then its time (which reads the repeals and dates other stored acts state for it), then the
+# acts, its delegations), then its time (which reads the repeals and dates other stored acts state for it), then the
 # wordings rebuilt from the changes and their dates.
 LAYERS: tuple[Layer, ...] = (
     # What each article refers to, the act's definitions (revision 0009).
     Layer("context", CONTEXT_EXTRACTOR, Marks("context_extractions", "extractor"), _refresh_context),
     # The changes a text makes to other acts (revision 0011).
     Layer("amendments", amendments.EXTRACTOR, Marks("amendment_extractions", "extractor"), _refresh_instructions),
+    # The units that authorise an organ to issue an act (revision 0013).
+    Layer("delegations", DELEGATIONS_READER, Marks("delegation_extractions", "reader"), delegations.refresh),
     # When each article is in force (revision 0010): from its own texts, its act's record, the rules other
     # stored acts state for it (the act introducing it) and the repeals they make.
     Layer("legal_time", legal_time.EXTRACTOR, Marks("version_times", "extractor"), legal_time.refresh,
@@ -170,6 +173,8 @@ def refresh(conn: psycopg.Connection, acts: Iterable[str] = (), *, before: Touch
     for layer in LAYERS:
         done[layer.name] = set()
         todo = _existing(conn, seeds.get(layer.name, set()) | layer.follows(conn, done))
+        # The stored acts' own texts this layer has not worked out (a new text: what store did not write).
+        todo |= _stale_among(conn, layer, own)
         while todo:
             for version_id in sorted(todo, key=lambda v: (v not in own, v)):
                 layer.refresh(conn, version_id)
@@ -179,6 +184,15 @@ def refresh(conn: psycopg.Connection, acts: Iterable[str] = (), *, before: Touch
             todo = set() if before is not None else \
                 _existing(conn, layer.touched(conn, acts)) - done[layer.name]
     return {name: len(versions) for name, versions in done.items()}
+
+
+def _stale_among(conn: psycopg.Connection, layer: Layer, version_ids: set[int]) -> set[int]:
+    if not version_ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        f"SELECT v.version_id FROM act_versions v LEFT JOIN {layer.marks.table} x USING (version_id) "
+        f"WHERE v.version_id = ANY(%s) AND x.{layer.marks.column} IS DISTINCT FROM %s",
+        (sorted(version_ids), layer.rules))}
 
 
 def _versions_of(conn: psycopg.Connection, acts: Sequence[str]) -> set[int]:

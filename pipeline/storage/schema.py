@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 # the incremental revisions, as one step, whenever their content changes (pgai's incremental +
 # idempotent split). A revision never reads them: it runs its own frozen SQL.
 INTERFACE_FILES = ("polish_fts.sql", "views.sql", "currency.sql", "thesaurus.sql", "legal_time.sql", "search.sql",
-                   "context.sql", "amendments.sql",
+                   "context.sql", "amendments.sql", "delegations.sql",
                    "security.sql")  # last: it pins and hands over the functions the others made
 # Migrations and the interface step take this lock, so two processes upgrading at once serialize.
 UPGRADE_LOCK = 7419001
@@ -273,7 +273,8 @@ def open_current() -> tuple[str, psycopg.Connection]:
 # Every view of docs/sql.md's table.
 READER_VIEWS = ("current_versions", "current_articles", "version_articles", "current_chunks", "embedding_status",
                 "embedding_texts", "thesaurus", "act_currency", "current_acts", "lexeme_stats", "corpus_stats",
-                "article_references", "definitions", "article_timelines", "entry_rules", "amendment_changes")
+                "article_references", "definitions", "article_timelines", "entry_rules", "amendment_changes",
+                "delegations")
 READER_FUNCTIONS = (
     "versions_as_of(date)",
     "articles_as_of(date)",

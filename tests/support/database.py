@@ -141,7 +141,7 @@ def store_as_at(m, revision: str) -> None:
     from pipeline.storage import derived, store
 
     # The derived layers the revision had (pipeline.storage.derived: the one list store refreshes from).
-    since = {"context": "0009", "legal_time": "0010", "amendments": "0011", "rebuilt": "0012"}
+    since = {"context": "0009", "legal_time": "0010", "amendments": "0011", "rebuilt": "0012", "delegations": "0013"}
     m.setattr(derived, "LAYERS", tuple(layer for layer in derived.LAYERS if revision >= since[layer.name]))
     if revision < "0006":
         m.setattr(store, "copy_pieces", lambda conn, chunks: 0)

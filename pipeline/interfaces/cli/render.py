@@ -271,6 +271,13 @@ def legal_context(found: dict) -> None:
         click.echo("Referred to by:")
         click.echo("  " + ", ".join(f"art. {c['article']}" if c["act"] == own_act else f"{c['act']} art. {c['article']}"
                                     for c in cited))
+    if delegated := found.get("delegations"):
+        click.echo()
+        click.echo("Delegates:")
+        for d in delegated:
+            may = "" if d["obligatory"] else " (may)"
+            click.echo(f"  {d['unit'] or 'art. ' + found['article']}: {d['organ']}, {d['form']}{may}: "
+                       f"{snippet(d['matter'], 110)}")
     if definitions := found["definitions"]:
         click.echo()
         click.echo("Definitions used:")
