@@ -181,6 +181,17 @@ def test_nothing_the_reader_may_call_writes_or_waits(reader) -> None:
     assert callable_ == []
 
 
+def test_the_reader_has_an_idle_transaction_timeout_and_a_temporary_file_limit(reader) -> None:
+    """An open transaction holds its locks (a migration's ALTER waits behind it) and old rows from VACUUM;
+    a sort spilled to disk filled it. The temporary file limit is a superuser's setting: the reader cannot
+    lift it."""
+    assert reader.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "1min"
+    assert reader.execute("SHOW temp_file_limit").fetchone()[0] == "1GB"
+    for value in ("-1", "'2GB'"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match='permission denied to set parameter "temp_file'):
+            reader.execute(f"SET temp_file_limit = {value}")
+
+
 def test_the_owner_role_cannot_be_made_a_reader(url) -> None:
     done = run_cli("db", "grant-reader", OWNER, env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -419,7 +430,10 @@ def test_a_role_that_may_not_create_roles_migrates_and_keeps_the_functions(serve
     with psycopg.connect(url) as writer:
         assert writer.execute("SELECT pg_try_advisory_lock(%s), pg_try_advisory_xact_lock(%s)",
                               (store.SYNC_LOCK, store.lock_key(ACT))).fetchone() == (True, True)
-    schema.grant_reader(url, "rr_external_reader", "pw")
+    granted = schema.grant_reader(url, "rr_external_reader", "pw")
+    assert granted["notes"][0] == ("rr_external_reader may write temporary files without limit (a sort spilled to "
+                                   "disk): only a superuser can run ALTER ROLE rr_external_reader IN DATABASE "
+                                   "rr_external SET temp_file_limit = '1GB'")
     with psycopg.connect(as_role(external, "rr_external_reader")) as c:
         for call in (f"pg_try_advisory_lock({store.SYNC_LOCK})", "pg_sleep(0)", "lo_creat(-1)"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
