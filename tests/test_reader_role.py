@@ -192,6 +192,15 @@ def test_the_reader_has_an_idle_transaction_timeout_and_a_temporary_file_limit(r
             reader.execute(f"SET temp_file_limit = {value}")
 
 
+def test_the_reader_cannot_keep_its_locks_past_its_session(url, granted) -> None:
+    """A prepared transaction keeps its locks (a migration's ALTER waits behind them) with no session and
+    under no timeout: refused while max_prepared_transactions is 0, PostgreSQL's default (docs/sql.md)."""
+    with psycopg.connect(as_role(url, READER)) as c:
+        c.execute("SELECT 1 FROM current_articles LIMIT 1")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="prepared transactions are disabled"):
+            c.execute("PREPARE TRANSACTION 'rr_held'")
+
+
 def test_the_owner_role_cannot_be_made_a_reader(url) -> None:
     done = run_cli("db", "grant-reader", OWNER, env={"DATABASE_URL": url}, timeout=120)
     assert done.returncode == 2, done.stderr
