@@ -115,3 +115,58 @@ BEGIN
     END;
 END
 $$;
+
+-- 3. What PostgreSQL lets every role (PUBLIC) call that writes, or waits, is closed in this database (docs/sql.md,
+-- "Read-only access"): a read-only role held the writers' advisory locks (db upgrade and ingest waited, sync
+-- exited 75, remove refused), slept past its statement timeout after SET statement_timeout = 0 (pg_sleep), and
+-- wrote 40 MB of large objects a second (lo_from_bytea). Revoked from PUBLIC rather than from a reader by name:
+-- a role keeps what PUBLIC holds. The advisory locks stay the writers' own: granted back by name to the roles
+-- owning the pipeline's tables (a superuser needs no grant). Locks on rows of a table of the pipeline's
+-- own would need no revoke, but a row lock ends with its transaction, and sync and the upgrade's backfill hold
+-- theirs across commits; and the first migration takes its lock before any table exists.
+-- A function's privileges are per database: other databases of the server keep PostgreSQL's defaults. Only a
+-- superuser (or the functions' owner) may revoke them: another role gets a WARNING naming what to run.
+-- Left open: set_config (SET, a command, does what it does), pg_cancel_backend / pg_terminate_backend (a
+-- role's own sessions only), the replication-slot functions (REPLICATION only), lo_import / lo_export (the
+-- server's files: superusers only already).
+DO $$
+DECLARE
+    is_super boolean := (SELECT rolsuper FROM pg_roles WHERE rolname = current_user);
+    closed regprocedure[] := ARRAY(
+        SELECT p.oid FROM pg_proc p
+        WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (
+            p.proname ~ '^pg_(try_)?advisory_'                                  -- wait, and make writers wait
+            OR p.proname IN ('pg_sleep', 'pg_sleep_for', 'pg_sleep_until')       -- wait
+            OR p.proname IN ('loread', 'lowrite')                                -- large objects: write to disk
+            OR (p.proname LIKE 'lo\_%' AND p.proname NOT IN ('lo_import', 'lo_export'))
+            OR p.proname IN ('pg_notify',                    -- the notification queue, on disk, up to 8 GB
+                             'pg_logical_emit_message',      -- WAL, replicated to standbys
+                             'txid_current', 'pg_current_xact_id'))  -- a transaction id each: a write
+        ORDER BY p.oid);
+    locks regprocedure[] := ARRAY(SELECT fn FROM unnest(closed) fn WHERE fn::text ~ '^pg_(try_)?advisory_');
+    open_list text := (SELECT string_agg(fn::text, ', ') FROM unnest(closed) fn
+                       WHERE has_function_privilege('public', fn, 'EXECUTE'));
+    lock_list text := (SELECT string_agg(fn::text, ', ') FROM unnest(locks) fn);
+    writer name;
+BEGIN
+    IF NOT is_super THEN
+        IF open_list IS NOT NULL THEN
+            RAISE WARNING 'every role of database % may still take the pipeline''s locks and call what writes or '
+                          'waits (pg_advisory_lock, pg_sleep, lo_from_bytea …): only a superuser can take them from '
+                          'PUBLIC; a superuser can run, in database %: REVOKE EXECUTE ON FUNCTION % FROM PUBLIC; '
+                          'GRANT EXECUTE ON FUNCTION % TO %',
+                current_database(), current_database(), open_list, lock_list, quote_ident(current_user);
+        END IF;
+        RETURN;
+    END IF;
+    -- The writers first: a non-superuser owner never goes without its locks.
+    FOR writer IN SELECT DISTINCT r.rolname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+                  WHERE c.relnamespace = current_schema()::regnamespace AND NOT r.rolsuper
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', lock_list, writer);
+    END LOOP;
+    IF open_list IS NOT NULL THEN
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', open_list);
+    END IF;
+END
+$$;

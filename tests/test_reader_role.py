@@ -9,7 +9,6 @@ roles are the server's, so their names start with rr_.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from support.corpus import embed_in_bulk, ingestion
 from support.database import create_database
 from support.paths import require_mirror
 
-from pipeline.storage import db, schema
+from pipeline.storage import db, derived, schema, store
 
 ACT = "DU/2024/1513"  # e-services act, HTML, 35 articles
 READER = "rr_reader"
@@ -75,7 +74,7 @@ def test_the_reader_has_a_statement_timeout_and_a_connection_limit(reader, url) 
     assert reader.execute("SHOW statement_timeout").fetchone()[0] == "1500ms"
     started = time.monotonic()
     with pytest.raises(psycopg.errors.QueryCanceled, match="statement timeout"):
-        reader.execute("SELECT pg_sleep(30)")
+        reader.execute("SELECT count(*) FROM generate_series(1, 30000) a, generate_series(1, 30000) b")  # ~30 s
     assert time.monotonic() - started < 10
     with psycopg.connect(url) as admin:
         assert admin.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", (READER,)).fetchone()[0] == 3
@@ -123,6 +122,83 @@ def test_the_reader_cannot_create_temporary_objects(reader, url) -> None:
     with psycopg.connect(url) as admin:  # the roles owning the tables keep it, by name
         assert admin.execute("SELECT has_database_privilege('public', current_database(), 'TEMPORARY')"
                              ).fetchone()[0] is False
+
+
+# --- the security probe's moves (issue 49): nothing a reader calls writes, or waits ----------------------
+
+def test_the_reader_cannot_take_the_writers_locks(reader, url) -> None:
+    """A reader holding these kept db upgrade and ingest waiting, sync exiting 75 and remove refusing."""
+    keys = {"upgrade": schema.UPGRADE_LOCK, "sync": store.SYNC_LOCK, "act": store.lock_key(ACT),
+            "derived data": derived.REFRESH_LOCK}
+    for key in keys.values():
+        for call in ("pg_advisory_lock(%s)", "pg_try_advisory_lock(%s)", "pg_advisory_lock_shared(%s)",
+                     "pg_try_advisory_lock_shared(%s)", "pg_advisory_xact_lock(%s)", "pg_try_advisory_xact_lock(%s)",
+                     "pg_advisory_xact_lock_shared(%s)"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_"):
+                reader.execute(f"SELECT {call}", (key,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the two-key form too
+            reader.execute("SELECT pg_try_advisory_lock(%s, %s)", (key >> 32, key & 0x7FFFFFFF))
+    with psycopg.connect(url) as writer:  # the pipeline's own role still takes them
+        assert all(writer.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,)).fetchone()[0] for key in keys.values())
+
+
+def test_the_reader_cannot_sleep_past_its_timeout(reader) -> None:
+    """PostgreSQL lets every role SET its statement_timeout (a role's setting is a default): what the reader
+    can no longer do is wait. SET statement_timeout = 0; SELECT pg_sleep(11.5) ran past the 10 s limit."""
+    reader.execute("SET statement_timeout = 0")
+    try:
+        for call in ("pg_sleep(11.5)", "pg_sleep_for('11.5 s')", "pg_sleep_until(now() + interval '11.5 s')"):
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_sleep"):
+                reader.execute(f"SELECT {call}")
+            assert time.monotonic() - started < 1.0
+    finally:
+        reader.execute("RESET statement_timeout")
+
+
+@pytest.mark.parametrize("call", [
+    "lo_from_bytea(0, repeat('x', 1000)::bytea)", "lo_creat(-1)", "lo_create(0)", "lo_put(1, 0, '\\x00')",
+    "lo_open(1, 131072)", "lowrite(0, '\\x00')", "lo_unlink(1)",  # large objects: on disk, replicated
+    "pg_notify('rr', 'x')",  # the notification queue, on disk
+    "pg_logical_emit_message(false, 'rr', 'x')",  # WAL
+    "txid_current()", "pg_current_xact_id()",  # a transaction id each
+])
+def test_the_reader_cannot_write_through_a_function(call: str, reader) -> None:
+    """lo_from_bytea wrote 40 MB a second as the reader."""
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function"):
+        reader.execute(f"SELECT {call}")
+
+
+def test_nothing_the_reader_may_call_writes_or_waits(reader) -> None:
+    """Every function of PostgreSQL's of the kinds closed to a reader, as the reader sees them: new ones in a
+    later PostgreSQL (another pg_sleep_…, lo_…) fail here."""
+    callable_ = reader.execute(r"""
+        SELECT p.oid::regprocedure::text FROM pg_proc p
+        WHERE p.pronamespace = 'pg_catalog'::regnamespace AND has_function_privilege(p.oid, 'EXECUTE')
+          AND (p.proname ~ '^(pg_(try_)?advisory_|pg_sleep|lo_|loread|lowrite|pg_notify|pg_logical_emit|dblink)'
+               OR p.proname IN ('txid_current', 'pg_current_xact_id'))
+        ORDER BY 1""").fetchall()
+    assert callable_ == []
+
+
+def test_the_reader_has_an_idle_transaction_timeout_and_a_temporary_file_limit(reader) -> None:
+    """An open transaction holds its locks (a migration's ALTER waits behind it) and old rows from VACUUM;
+    a sort spilled to disk filled it. The temporary file limit is a superuser's setting: the reader cannot
+    lift it."""
+    assert reader.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "1min"
+    assert reader.execute("SHOW temp_file_limit").fetchone()[0] == "1GB"
+    for value in ("-1", "'2GB'"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match='permission denied to set parameter "temp_file'):
+            reader.execute(f"SET temp_file_limit = {value}")
+
+
+def test_the_reader_cannot_keep_its_locks_past_its_session(url, granted) -> None:
+    """A prepared transaction keeps its locks (a migration's ALTER waits behind them) with no session and
+    under no timeout: refused while max_prepared_transactions is 0, PostgreSQL's default (docs/sql.md)."""
+    with psycopg.connect(as_role(url, READER)) as c:
+        c.execute("SELECT 1 FROM current_articles LIMIT 1")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="prepared transactions are disabled"):
+            c.execute("PREPARE TRANSACTION 'rr_held'")
 
 
 def test_the_owner_role_cannot_be_made_a_reader(url) -> None:
@@ -324,9 +400,11 @@ def test_a_role_that_may_not_create_roles_migrates_and_keeps_the_functions(serve
     with caplog.at_level(logging.WARNING, logger="pipeline.storage.schema"):
         schema.upgrade(url)
     warned = [r.getMessage() for r in caplog.records if r.name == "pipeline.storage.schema"]
-    assert warned == [f"warning: the search functions stay owned by {role}: it may not create the role "
-                      f"pipeline_owner_{role} (permission denied to create role); a superuser can run CREATE ROLE "
-                      f"pipeline_owner_{role} NOLOGIN; GRANT pipeline_owner_{role} TO {role}; then pipeline db upgrade"]
+    assert warned[0] == (f"warning: the search functions stay owned by {role}: it may not create the role "
+                         f"pipeline_owner_{role} (permission denied to create role); a superuser can run CREATE ROLE "
+                         f"pipeline_owner_{role} NOLOGIN; GRANT pipeline_owner_{role} TO {role}; then pipeline db "
+                         "upgrade")
+    assert len(warned) == 2 and warned[1].startswith(CANNOT_CLOSE), warned
     owners = "SELECT DISTINCT proowner::regrole::text FROM pg_proc WHERE prosecdef AND pronamespace = 'public'::regnamespace"
     with psycopg.connect(url) as c:
         assert c.execute(owners).fetchall() == [(role,)]
@@ -337,9 +415,41 @@ def test_a_role_that_may_not_create_roles_migrates_and_keeps_the_functions(serve
     with caplog.at_level(logging.WARNING, logger="pipeline.storage.schema"):
         assert schema.apply_interface(url, force=True)
         assert schema.apply_interface(url, force=True)  # and again, now as a member of the owner role
-    assert [r for r in caplog.records if r.name == "pipeline.storage.schema"] == []
+    # Only a superuser may close PostgreSQL's functions: the role is told what to have one run.
+    warned = [r.getMessage() for r in caplog.records if r.name == "pipeline.storage.schema"]
+    assert len(warned) == 2 and warned[0] == warned[1] and warned[0].startswith("warning: every role of database")
     with psycopg.connect(url) as c:
         assert c.execute(owners).fetchall() == [(f"pipeline_owner_{role}",)]
         assert c.execute("SELECT rolcanlogin, has_schema_privilege(rolname, 'public', 'CREATE') FROM pg_roles "
                          "WHERE rolname = %s", (f"pipeline_owner_{role}",)).fetchone() == (False, False)
         assert c.execute("SELECT count(*) FROM search_chunks('urlop', mode => 'text')").fetchone()[0] == 0
+    # A superuser runs what the warning says; the role's writers keep their locks, a reader has none.
+    statements = warned[0].removeprefix(CANNOT_CLOSE)
+    revoke, grant = statements.split("; ")
+    assert revoke.startswith("REVOKE EXECUTE ON FUNCTION ") and revoke.endswith(" FROM PUBLIC")
+    assert {"pg_advisory_lock(bigint)", "pg_sleep(double precision)", "lo_from_bytea(oid,bytea)"} <= set(
+        revoke.removeprefix("REVOKE EXECUTE ON FUNCTION ").removesuffix(" FROM PUBLIC").split(", "))
+    assert grant.startswith("GRANT EXECUTE ON FUNCTION pg_") and grant.endswith(f" TO {role}")
+    with psycopg.connect(external, autocommit=True) as admin:
+        admin.execute(statements)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pipeline.storage.schema"):
+        schema.upgrade(url, force_interface=True)  # the migrations' lock, the interface's, the backfill's
+    assert [r for r in caplog.records if r.name == "pipeline.storage.schema"] == []
+    with psycopg.connect(url) as writer:
+        assert writer.execute("SELECT pg_try_advisory_lock(%s), pg_try_advisory_xact_lock(%s)",
+                              (store.SYNC_LOCK, store.lock_key(ACT))).fetchone() == (True, True)
+    granted = schema.grant_reader(url, "rr_external_reader", "pw")
+    assert granted["notes"][0] == ("rr_external_reader may write temporary files without limit (a sort spilled to "
+                                   "disk): only a superuser can run ALTER ROLE rr_external_reader IN DATABASE "
+                                   "rr_external SET temp_file_limit = '1GB'")
+    with psycopg.connect(as_role(external, "rr_external_reader")) as c:
+        for call in (f"pg_try_advisory_lock({store.SYNC_LOCK})", "pg_sleep(0)", "lo_creat(-1)"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(f"SELECT {call}")
+            c.rollback()
+
+
+CANNOT_CLOSE = ("warning: every role of database rr_external may still take the pipeline's locks and call what "
+                "writes or waits (pg_advisory_lock, pg_sleep, lo_from_bytea …): only a superuser can take them from "
+                "PUBLIC; a superuser can run, in database rr_external: ")

@@ -58,6 +58,11 @@ FIND_PUBLISHERS = ("DU", "MP")
 READER_STATEMENT_TIMEOUT = "10s"
 READER_CONNECTION_LIMIT = 20
 MAX_READER_CONNECTIONS = 10000
+# And a transaction left open at most this long (it holds locks a migration waits for, and old rows VACUUM
+# must keep), and at most this much in temporary files a session (a sort or hash spilled to disk: a
+# superuser's setting, which the role cannot lift, as it can the timeouts).
+READER_IDLE_IN_TRANSACTION = "1min"
+READER_TEMP_FILE_LIMIT = "1GB"
 
 MODES = ("hybrid", "vector", "text", "sparse")  # the arms a search ranks with (sql/search.sql)
 FUSIONS = ("rrf", "convex")  # how hybrid search mixes the arms' scores (sql/search.sql)

@@ -14,7 +14,8 @@ import psycopg
 from pipeline.storage import db, derived
 from pipeline.core.redact import redact_url
 from pipeline.core.errors import UsageError, one_line
-from pipeline.core.limits import MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
+from pipeline.core.limits import (MAX_READER_CONNECTIONS, READER_CONNECTION_LIMIT, READER_IDLE_IN_TRANSACTION,
+                                  READER_STATEMENT_TIMEOUT, READER_TEMP_FILE_LIMIT)
 from pipeline.core.resources import MIGRATIONS_DIR, SQL_DIR
 
 log = logging.getLogger(__name__)
@@ -360,6 +361,17 @@ def grant_reader(url: str, role: str, password: str | None = None, *,
         # In this database only: the role may read other databases of the server under other rules.
         conn.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} SET statement_timeout = {}").format(
             ident, database, sql.Literal(timeout_ms)))
+        conn.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} SET idle_in_transaction_session_timeout = {}").format(
+            ident, database, sql.Literal(READER_IDLE_IN_TRANSACTION)))
+        # The timeouts are defaults the role may SET otherwise (PostgreSQL has no way to forbid it); this one it
+        # may not: only a role with SET on the parameter (a superuser) may set it, for the role as for itself.
+        if db.one_row(conn.execute("SELECT has_parameter_privilege('temp_file_limit', 'SET')"))[0]:
+            conn.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} SET temp_file_limit = {}").format(
+                ident, database, sql.Literal(READER_TEMP_FILE_LIMIT)))
+        else:
+            notes.append(f"{role} may write temporary files without limit (a sort spilled to disk): only a superuser "
+                         f"can run ALTER ROLE {role} IN DATABASE {db_name} SET temp_file_limit = "
+                         f"'{READER_TEMP_FILE_LIMIT}'")
         conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, ident))
         notes += _revoke_temporary(conn, role, db_name)
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(_schema(conn)), ident))
