@@ -46,7 +46,7 @@ from pipeline.service.pool import ConnectionPool
 from pipeline.service.results import (ActRecord, ArticleRecord, Checked, CitationRecord, Found, FoundActs, PickRecord,
                                       act_record, article_record, found_act_record, pick_record)
 from pipeline.sources.fetch import EliClient
-from pipeline.storage import articles, citations, context, currency, db, history, schema, store
+from pipeline.storage import articles, citations, context, currency, db, history, schema, store, verify
 from pipeline.storage.runs import RunLog
 
 if TYPE_CHECKING:  # loaded by the operations that use them: a `search` or `show` starts ~35 ms sooner
@@ -234,6 +234,12 @@ class Service:
         against the one in force on ``from_date`` (None: the one before it)."""
         return self.reads.run(lambda conn: history.diff_article(conn, act, article, from_date=from_date,
                                                                 to_date=to_date))
+
+    def verify(self, acts: Sequence[str] = (), *, show: int = 20) -> list[dict]:
+        """The self-check of stored time and changes (pipeline.storage.verify): for every act (of ``acts``; none:
+        all) with two stored official texts, each unit of the later text against what the earlier text and the
+        stored changes give on its date, and each date its footnotes give against the stored instruction's."""
+        return self.reads.run(lambda conn: verify.verify(conn, list(acts), show=show))
 
     def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
         """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does

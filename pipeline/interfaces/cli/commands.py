@@ -268,6 +268,33 @@ def check_cmd(file: str | None, as_of: Any, as_json: bool) -> None:
         sys.exit(1)
 
 
+@main.command("verify")
+@click.argument("acts", nargs=-1, type=ACT_ID, metavar="[ACT]...")
+@click.option("--show", type=click.IntRange(0, 1000), default=10, show_default=True,
+              help="List this many different and undetermined units (and dates) of each pair.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable: one record per pair of texts.")
+@friendly
+def verify_cmd(acts: tuple[Any, ...], show: int, as_json: bool) -> None:
+    """Check the stored time and changes against the stored texts themselves.
+
+    \b
+    pipeline verify                 every act with two stored official texts
+    pipeline verify DU/2018/1000    one act (any of its texts' ids)
+
+    For each act with two stored official texts, each unit of the later text is compared with what the
+    earlier text and the stored changes give on its date: equal, different (a wording the tool rebuilds
+    that the later official text contradicts), or undetermined (changed by an act not stored, or a change
+    not applied, why said); and each date the later text's footnotes give a change with the date the stored
+    amending act's instruction takes effect. Exits 1 on any determined difference."""
+    pairs = service().verify([str(a) for a in acts], show=show)
+    if as_json:
+        emit_json(pairs)
+    else:
+        render.verified(pairs)
+    if any(p["units"]["different"] or p["dates"]["different"] for p in pairs):
+        sys.exit(1)
+
+
 @main.command("diff")
 @click.argument("act", type=ACT_ID)
 @click.argument("article", type=TOKEN)

@@ -286,6 +286,23 @@ def legal_context(found: dict) -> None:
                        f"{snippet(d['text'], 140)}")
 
 
+def verified(pairs: list[dict]) -> None:
+    """A line a pair of texts (units and dates: equal / different / undetermined), then what is not equal."""
+    if not pairs:
+        click.echo("no act has two stored official texts: nothing to compare (ingest an older or newer text)")
+        return
+    click.echo(f"{'act':<14} {'earlier':<14} {'later':<14} {'units =/≠/?':>14} {'dates =/≠/?':>12}")
+    for p in pairs:
+        u, d = p["units"], p["dates"]
+        click.echo(f"{p['act']:<14} {p['earlier']:<14} {p['later']:<14} "
+                   f"{u['equal']:>5}/{u['different']}/{u['undetermined']:<4} {d['equal']:>5}/{d['different']}/{d['undetermined']}")
+    for p in pairs:
+        for f in p["findings"]:
+            unit = f" {f['unit']}" if f["unit"] else ""
+            click.echo(f"  {f['verdict'].upper() if f['verdict'] == 'different' else f['verdict']}: {p['later']} "
+                       f"art. {f['article']}{unit} ({f['kind']}): {f['why']}")
+
+
 def checked(result: Any) -> None:
     """One line a citation: its status, the words, what it was checked against and why."""
     if not result.citations:
