@@ -95,9 +95,10 @@ def run(conn, embedder, groups: dict[str, list[Question]], ingested: set[str], m
     for name, qs in groups.items():
         ranks = []
         for q in qs:
-            fusion = profile(embedder.name).fusion.overridden(opts) if opts else None
+            weights = {name: value for name, value in opts.items() if name != "expand"}
+            fusion = profile(embedder.name).fusion.overridden(weights) if weights else None
             hits = search(conn, q.question, embedder if mode != "text" else None,
-                          settings=SearchSettings(k=K, mode=mode, fusion=fusion))
+                          settings=SearchSettings(k=K, mode=mode, expand=opts.get("expand", True), fusion=fusion))
             hits_by_id[q.id] = hits
             if q.answerable and all(a in ingested for a, _ in q.expect):
                 ranks.append(_rank(hits, q.expect))

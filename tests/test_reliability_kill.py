@@ -130,7 +130,7 @@ def test_two_ingests_of_one_act_at_once_store_one_version(scratch_url: str) -> N
 
 def test_search_during_an_ingest_of_a_new_version_sees_one_version_per_answer(scratch_url: str,
                                                                              tmp_path: Path) -> None:
-    from pipeline.retrieval.search import search
+    from pipeline.retrieval.search import SearchSettings, search
 
     mirror = require_mirror()
     act = "DU/2024/581"  # patient rights: "pacjent" is in most articles
@@ -148,7 +148,7 @@ def test_search_during_an_ingest_of_a_new_version_sees_one_version_per_answer(sc
     def searching() -> None:
         with db.connect(scratch_url) as c:
             while not stop.is_set():
-                answers.append([h.chunk_id for h in search(c, "prawa pacjenta do informacji", None, k=10, mode="text")])
+                answers.append([h.chunk_id for h in search(c, "prawa pacjenta do informacji", None, settings=SearchSettings(k=10, mode="text"))])
 
     worker = threading.Thread(target=searching)
     worker.start()

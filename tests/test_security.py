@@ -214,7 +214,7 @@ def reader(url: str):
         "role reader1 can read: current_versions, current_articles, version_articles, "
         "current_chunks, embedding_status, embedding_texts, thesaurus, act_currency, "
         "current_acts, lexeme_stats, corpus_stats, article_references, definitions, "
-        "article_timelines, entry_rules, amendment_changes; and call: versions_as_of(), articles_as_of(), "
+        "article_timelines, entry_rules, amendment_changes, delegations; and call: versions_as_of(), articles_as_of(), "
         "thesaurus_expansion(), search_terms(), search_tsquery(), search_chunks(), "
         "text_search_exact(), sparse_query()",
         "role reader1: statement timeout 10s, at most 20 connections, no temporary tables; the search functions "

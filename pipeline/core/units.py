@@ -98,6 +98,20 @@ def within(path: str, unit: str) -> bool:
     return path == unit or path.startswith(unit + " ")
 
 
+def block_of(path: str) -> str:
+    """The paragraph or ustęp a line's unit stands in ("ust. 2 pkt 3" -> "ust. 2", "§ 1" -> "§ 1"); "" for the
+    article's own words and its points (an article without paragraphs is one block)."""
+    first = " ".join(path.split(" ")[:2])
+    return first if path.startswith((CITED[PARAGRAPH] + " ", CITED[SECTION] + " ")) else ""
+
+
+def without_label(text: str) -> str:
+    """``text`` without the unit label it opens with ("2. Minister …" -> "Minister …", "§ 3. …", "4) …")."""
+    text = text.lstrip()
+    found = label(text)
+    return text[found.end:] if found is not None else text
+
+
 def cite(kind: str, number: str) -> str:
     """A unit as running text cites it: "§ 1", "ust. 2", "pkt 3", "lit. a", "tiret"."""
     return CITED[kind] if kind == TIRET else f"{CITED[kind]} {number}"

@@ -88,7 +88,7 @@ def _blocks(article: Article) -> list[tuple[str, str, list[tuple[int, str]]]]:
     lines = article.text.split("\n")
     found: dict[str, list[tuple[str, str]]] = {}
     for line, path in zip(lines, units.paths(lines, label_end(lines[0]) if lines else 0), strict=True):
-        top = " ".join(path.split(" ")[:2]) if path.startswith(("ust.", "§")) else ""
+        top = units.block_of(path)
         found.setdefault(top, []).append((line, path))
     blocks = []
     for top, held in found.items():
@@ -109,6 +109,11 @@ def _path_at(offsets: list[tuple[int, str]], at: int) -> str:
 _STARTS = re.compile(r"„|[;:]\s*\n")
 
 
+def _without_article_label(text: str) -> str:
+    text = text.lstrip()
+    return text[label_end(text):] if text.startswith("Art.") else text
+
+
 def _sentence(text: str, at: int) -> tuple[int, int]:
     """The sentence of ``text`` around ``at``: from after the previous sentence's end (or a quote's opening,
     or the list item before it) to the next sentence's end."""
@@ -125,7 +130,7 @@ def read(article: Article) -> list[Delegation]:
     """The delegations of one article, in its order."""
     if article.repealed:
         return []
-    amending = _AMENDING.match(re.sub(r"^\s*Art\.\s*\S+\.?\s*", "", article.text))
+    amending = _AMENDING.match(_without_article_label(article.text))
     in_amended = _clean(amending.group("act")) if amending else None
     found: list[Delegation] = []
     for _top, block, offsets in _blocks(article):
@@ -145,7 +150,7 @@ def read(article: Article) -> list[Delegation]:
             for clause in (agreement, consulting):
                 if clause is not None and clause.start() < verb.start():
                     organ = organ.replace(clause.group(0), " ")
-            organ = re.sub(r"^\s*(?:\d+[a-z]*\.|§\s*\d+[a-z]*\.|Art\.\s*\S+\.|\d+[a-z]*\))\s*", "", organ)  # a label
+            organ = units.without_label(_without_article_label(organ))
             if verb.group("verb") in _GERUNDS and (tasks := _TASKS_OF.search(block[:m.start()])) is not None:
                 organ = tasks.group("who")  # the body whose tasks the catalogue lists
             elif (by := _BY.search(block[start:m.start()][verb.end():])) is not None:
@@ -182,7 +187,7 @@ def _rules_of_procedure(article: Article, block: str, offsets: list[tuple[int, s
         unit = _path_at(offsets, sentence_start + len(sentence) - len(sentence.lstrip()))
         if unit in taken or _FORM.search(sentence):
             continue
-        body = re.sub(r"^\s*(?:Art\.\s*\S+\.\s*)?(?:\d+[a-z]*\.|§\s*\d+[a-z]*\.)?\s*", "", sentence)
+        body = units.without_label(_without_article_label(sentence))
         if (m := _RULES.search(body)) is not None:
             organ, form = m.group("who"), "uchwała" if m.group("how").startswith(("uchwal", "przyj")) else "zarządzenie"
             matter = body[:m.start()] + m.group("what")

@@ -36,7 +36,7 @@ def unit_texts(text: str) -> dict[str, str]:
     lines = text.split("\n")
     found: dict[str, list[str]] = collections.defaultdict(list)
     for line, path in zip(lines, units.paths(lines, label_end(lines[0]) if lines else 0), strict=True):
-        top = " ".join(path.split(" ")[:2]) if path.startswith(("ust.", "§")) else ""
+        top = units.block_of(path)
         found[top].append(line)
     return {unit: _norm(" ".join(held)) for unit, held in found.items()}
 
