@@ -23,14 +23,13 @@ import atexit
 import compileall
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from support import corpus, database
+from support.cli import run_cli
 from support.paths import REPO, require_mirror
 
 # Tests never see the developer's own services or keys.
@@ -75,8 +74,8 @@ def fresh_home():
     home = Path(tempfile.mkdtemp(prefix="pl-fresh-", dir="/tmp"))
     os.chmod(home, 0o755)
     yield home
-    subprocess.run([sys.executable, "-m", "pipeline", "db", "stop"], env={**os.environ, "PIPELINE_HOME": str(home)},
-                   capture_output=True, timeout=120)
+    # In this process: the stop is not what is tested, and a child would spend ~0.4 CPU-s starting.
+    run_cli("db", "stop", env={"PIPELINE_HOME": str(home)}, timeout=120)
     shutil.rmtree(home, ignore_errors=True)  # a data folder of ~40 MB a test
 
 
@@ -183,14 +182,18 @@ def embedding_stand_in():
 # (--dist loadscope, --no-loadscope-reorder in pyproject) hands out whole modules in the order of the
 # collection: started first, they run while the many short modules fill the other worker, instead of
 # starting last and running alone at the end of the suite.
+# (CPU-seconds of each module alone, the session's shared fixtures left out, 2026-12-08.)
 LONGEST_MODULES = (
-    "test_ingest_mirror.py",  # the whole mirror ingested twice (~100 s)
-    "test_reliability_kill.py",  # 12 ingests killed with -9 and rerun (~70 s)
-    "test_reliability.py",  # HTTP faults and bad files, ~40 CLI runs (~90 s)
-    "test_ingest.py",
-    "test_reliability_kill_embed.py",  # 9 killed ingests with embedding (~45 s)
-    "test_embed_queue.py",
-    "test_reliability_deps.py",
+    "test_ingest_mirror.py",  # the whole mirror ingested twice, the mirror's PDFs parsed (~105)
+    "test_text_arm.py",  # exact BM25 of 71 questions by exhaustion, ~0.5 s of server CPU each (~35)
+    "test_reliability.py",  # HTTP faults and bad files, ~40 CLI runs (~26)
+    "test_mcp.py",  # `pipeline mcp` processes, a second embedded server (~25)
+    "test_embed_queue.py",  # (~22)
+    "test_reliability_kill.py",  # 7 ingests killed with -9 and rerun (~21)
+    "test_ingest.py",  # (~21)
+    "test_reliability_kill_embed.py",  # 6 killed ingests with embedding (~18)
+    "test_db.py",  # two more embedded servers (~15)
+    "test_reliability_deps.py",  # (~11)
 )
 
 

