@@ -3,6 +3,7 @@ mirror's real texts (Kodeks pracy, patients' rights, e-services, the two psychol
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 
@@ -272,6 +273,140 @@ def test_a_huge_range_spans_the_act_s_own_articles_and_no_more(stored):
         assert len(listed) == 399 and len(quotes) == 1 and len(quotes.pop()) < 320
         assert listed[0]["quote"].startswith("art. 1, 2, 3,") and listed[0]["quote"].endswith("398, 399 k.p.")
         assert (listed[0]["start"], listed[0]["end"]) == (0, len(numbers))
+
+
+# Pasted letters and briefs (issue 47): citations in parentheses, act names and "art. …" broken at a line end, words
+# hyphenated at a line end ("postępo-⏎wania"), a CRLF text, lists whose line breaks are the list's. Written from how
+# letters are written before the finder was run on them; each with what a reader of the letter takes it to cite,
+# checked on 2026-12-05 ("Kodeks postępowania administracyjnego" is not stored: act_not_stored, by its base act).
+LC, PAT, KPA = "DU/1974/141", "DU/2024/581", "DU/1960/168"  # the stored patients' act is its own base act
+WRAPPED = [
+    ("paren-title",
+     "Pacjent ma prawo wglądu w dokumentację medyczną (art. 23 ust. 1 ustawy z dnia 6 listopada 2008 r. o prawach "
+     "pacjenta i Rzeczniku Praw Pacjenta) i może żądać jej udostępnienia.",
+     [("23", "ust. 1", PAT, "ok")]),
+    ("paren-title-journal",
+     "Szpital naruszył prawa pacjenta (art. 4 ust. 1 ustawy z dnia 6 listopada 2008 r. o prawach pacjenta i Rzeczniku\n"
+     "Praw Pacjenta, Dz. U. z 2024 r. poz. 581), co uzasadnia zadośćuczynienie.",
+     [("4", "ust. 1", PAT, "ok")]),
+    ("kpa-dash-wrapped",
+     "Skarga zostanie rozpatrzona w trybie art. 227 ustawy z dnia 14 czerwca 1960 r. – Kodeks\n"
+     "postępowania administracyjnego, o czym zawiadamiam.",
+     [("227", "", KPA, "act_not_stored")]),
+    ("kpa-hyphenated",
+     "Wniosek wszczyna postępowanie z chwilą doręczenia organowi (art. 61 § 3 Kodeksu postępo-\n"
+     "wania administracyjnego).",
+     [("61", "§ 3", KPA, "act_not_stored")]),
+    ("kpa-paren-dash",
+     "Termin na załatwienie sprawy upłynął (art. 35 § 3 ustawy z dnia 14 czerwca 1960 r. – Kodeks postępowania "
+     "administracyjnego), dlatego wnoszę ponaglenie.",
+     [("35", "§ 3", KPA, "act_not_stored")]),
+    ("art-number-wrapped",
+     "Szanowny Panie,\nzgodnie z art.\n154 § 1 pkt 2 k.p. przysługuje Panu 26 dni urlopu wypoczynkowego.",
+     [("154", "§ 1 pkt 2", LC, "ok")]),
+    ("kp-name-wrapped",
+     "Pracodawca rozwiązał umowę bez wypowiedzenia na podstawie art. 52 § 1 pkt 1 Kodeksu\n"
+     "pracy, choć nie wskazał przyczyny.",
+     [("52", "§ 1 pkt 1", LC, "ok")]),
+    ("patients-hyphenated",
+     "Lekarz odmówił informacji, do której pacjent ma prawo na mocy art. 9 ust. 2 ustawy o prawach pa-\n"
+     "cjenta i Rzeczniku Praw Pacjenta.",
+     [("9", "ust. 2", PAT, "ok")]),
+    ("paren-superscript",
+     "Nie wypłacono mi dodatku za pracę w godzinach nadliczbowych (art. 151¹ § 1 k.p.), mimo wezwania.",
+     [("151^1", "§ 1", LC, "ok")]),
+    ("paren-two",
+     "Wypowiedzenie było nieuzasadnione (zob. art. 45 § 1 k.p. oraz art. 30 § 4 k.p.), a więc przysługuje mi "
+     "odszkodowanie.",
+     [("45", "§ 1", LC, "ok"), ("30", "§ 4", LC, "ok")]),
+    ("date-wrapped",
+     "Na podstawie art. 26 ust. 1 ustawy z dnia 6 listopada\n2008 r. o prawach pacjenta i Rzeczniku Praw\n"
+     "Pacjenta wnoszę o udostępnienie kopii dokumentacji.",
+     [("26", "ust. 1", PAT, "ok")]),
+    ("paren-by-name",
+     "Przepis ten (art. 13 ustawy o prawach pacjenta i Rzeczniku Praw Pacjenta) chroni tajemnicę informacji.",
+     [("13", "", PAT, "ok")]),
+    ("paren-topic",
+     "Ustawa o prawach pacjenta i Rzeczniku Praw Pacjenta gwarantuje prawo do informacji (art. 9 ust. 1).",
+     [("9", "ust. 1", PAT, "ok")]),
+    ("eservices-wrapped",
+     "Przypominam, że art. 10 ust. 1 ustawy o świadczeniu usług drogą\nelektroniczną został uchylony.",
+     [("10", "ust. 1", "DU/2024/1513", "not_in_force")]),
+    ("psychologists-hyphenated",
+     "Obowiązek ten wynika z art. 17 ust. 1 ustawy z dnia 23 stycznia 2026 r. o zawodzie psychologa oraz samo-\n"
+     "rządzie zawodowym psychologów.",
+     [("17", "ust. 1", "DU/2026/187", "not_in_force")]),
+    ("range-wrapped",
+     "Zasady ogólne prawa pracy wyrażają art. 8–\n10 k.p.",
+     [("8", "", LC, "ok"), ("9", "", LC, "ok"), ("9^1", "", LC, "ok"), ("10", "", LC, "ok")]),
+    ("journal-wrapped",
+     "Usługodawca musi określić regulamin (art. 8 ust. 1 pkt 1 ustawy z dnia 18 lipca 2002 r. o świadczeniu usług\n"
+     "drogą elektroniczną (Dz. U. z 2024 r.\npoz. 1513)).",
+     [("8", "ust. 1 pkt 1", "DU/2024/1513", "ok")]),
+    ("paren-code-name",
+     "Wynagrodzenie wypłaca się co najmniej raz w miesiącu (art. 85 § 1 Kodeksu pracy).",
+     [("85", "§ 1", LC, "ok")]),
+    ("this-act-wrapped",
+     "Zgody udziela pacjent (art. 16 ustawy o prawach\npacjenta i Rzeczniku Praw Pacjenta), a szczegóły określa "
+     "art. 17 ust. 1 tej\nustawy.",
+     [("16", "", PAT, "ok"), ("17", "ust. 1", PAT, "ok")]),
+    ("crlf",
+     "Domagam się zadośćuczynienia zgodnie z art. 4 ust. 1 ustawy o prawach pacjenta i\r\n"
+     "Rzeczniku Praw Pacjenta.\r\n",
+     [("4", "ust. 1", PAT, "ok")]),
+    ("title-hyphenated-capital-line",
+     "Podstawą jest art. 6 ust. 1 ustawy z dnia 6 listopada 2008 r. o prawach pacjenta i Rzeczni-\n"
+     "ku Praw Pacjenta.",
+     [("6", "ust. 1", PAT, "ok")]),
+    ("numbered-list",
+     "Podstawa prawna:\n1) art. 30 § 1 pkt 2 k.p.,\n2) art. 36 § 1 pkt 1 k.p.",
+     [("30", "§ 1 pkt 2", LC, "ok"), ("36", "§ 1 pkt 1", LC, "ok")]),
+    ("dash-list",
+     "Wskazuję na:\n– art. 9 ust. 2 ustawy o prawach pacjenta,\n– art. 13 tej ustawy.",
+     [("9", "ust. 2", PAT, "ok"), ("13", "", PAT, "ok")]),
+    ("nested-paren-journal",
+     "Pacjent może wyrazić sprzeciw wobec opinii lekarza (art. 31 ust. 1 ustawy o prawach pacjenta i Rzeczniku Praw\n"
+     "Pacjenta (Dz. U. z 2024 r. poz. 581)).",
+     [("31", "ust. 1", PAT, "ok")]),
+    ("paren-dash-wrapped-kp",
+     "Pracownik ma prawo do urlopu (art. 152 § 1 ustawy z dnia 26 czerwca 1974 r. –\nKodeks pracy).",
+     [("152", "§ 1", LC, "ok")]),
+]
+
+
+def _words_at(text: str, start: int, end: int) -> str:
+    """What a reader reads at text[start:end]: its words, a word hyphenated at a line end whole again, a range
+    wrapped after its dash one."""
+    span = re.sub(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[a-ząćęłńóśźż])", "", text[start:end])
+    return " ".join(re.sub(r"(?<=\d)([-–])[ \t]*\r?\n[ \t]*(?=\d)", r"\1", span).split())
+
+
+@pytest.mark.parametrize("text,expected", [pytest.param(t, e, id=i) for i, t, e in WRAPPED])
+def test_a_pasted_letter_is_read_through_parentheses_line_ends_and_hyphenation(stored, text, expected):
+    day = D(2026, 12, 5)
+    with Service(stored, pool_size=1, warm=False) as law:
+        checked = law.check(text, as_of=day).citations
+        assert [(c["article"], c["unit"], c["act"], c["status"]) for c in checked] == expected
+        for c in checked:
+            # start and end are the citation's place in the text as pasted; the quote is what is read there
+            assert _words_at(text, c["start"], c["end"]) == c["quote"]
+            assert c["quote"].lower().startswith("art") and not c["quote"].endswith("-")
+            assert not re.match(r"[\w-]", text[c["end"]:c["end"] + 1])  # no word is cut
+            if c["text"] is not None and c["status"] in ("ok", "not_in_force") and not c["unit"]:
+                shown = law.show(c["text"], c["article"], as_of=day)  # check reads what show shows
+                assert hashlib.sha256(shown["text"].encode("utf-8")).hexdigest() == c["sha256"]
+                assert shown["in_force"] is (c["status"] == "ok")
+
+
+def test_a_name_run_on_into_the_sentence_ends_where_it_ends_in_the_pasted_text(stored):
+    """The quote is cut where the stored name it matched ends; its end was counted in the quote's characters, one
+    short for each blank the quote collapses ("art. 17  ustawy": the page marked "… zawodzie psychologa" less its
+    last letter)."""
+    text = "Zgodnie z art. 17  ustawy o zawodzie\npsychologa psycholog jest niezależny."
+    with Service(stored, pool_size=1, warm=False) as law:
+        c = law.check(text, as_of=D(2026, 12, 5)).citations[0]
+    assert (c["status"], c["quote"]) == ("ambiguous", "art. 17 ustawy o zawodzie psychologa")
+    assert text[c["start"]:c["end"]] == "art. 17  ustawy o zawodzie\npsychologa"
 
 
 def test_past_the_cap_citations_are_counted_and_said_not_checked(stored):

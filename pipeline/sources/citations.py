@@ -7,6 +7,10 @@ DU/2025/277", ranges and lists ("art. 8–10 k.p.": three), and a unit cited aft
 earlier in the same sentence ("Ustawa o prawach pacjenta … w art. 9 ust. 2 …"). Read with the reference
 grammar of statutes (pipeline.sources.references); an "art. …" whose act the text does not name is not a
 citation of this kind (a statute's own articles are).
+
+A pasted letter is wrapped: it is read as its reader reads it (:class:`Reading`), a line break inside a
+paragraph a space, a word hyphenated at a line end ("postępo-⏎wania") whole; a citation's ``start`` and
+``end`` are its place in the text as pasted.
 """
 from __future__ import annotations
 
@@ -43,6 +47,59 @@ class Citation:
     from_context: bool = False  # the act was named earlier in the sentence, not after the article
     foreign: str | None = None  # an act outside the Dziennik Ustaw ("RODO"): never stored here
     after: str | None = None  # a range's end ("art. 8–10": 10): the articles after this one up to ``article``
+
+
+# A line break (with the blanks around it, and the hyphen or dash it follows, glued to a word or a number), or a soft
+# hyphen (U+00AD, hyphenation a pasted web page keeps) with the line break it may stand before.
+_BREAK = re.compile(r"(?P<glued>(?<=[^\W_])[-–])?[ \t]*(?:\r\n|\r|\n)(?P<blank>(?:[ \t]*(?:\r\n|\r|\n))*)[ \t]*"
+                    r"|\u00ad(?:[ \t]*(?:\r\n|\r|\n)[ \t]*)?")
+# A line that starts an item of a list, a unit or an article's own label: the line break before it is the text's.
+_ITEM_START = re.compile(r"(?:[-–—•·▪*]|\d{1,3}[.)]|[a-z]\)|[IVXL]+\.|§\s*\d+\w*\.|Art\.\s*\d+\w*\.)\s")
+
+
+def _unwrapped(text: str, m: re.Match) -> str | None:
+    """What a reader reads for the break ``m``: nothing (a word hyphenated at a line end, a soft hyphen), the dash
+    alone (a word or a range wrapped after its dash: "Skłodowska-⏎Curie", "art. 8–⏎10"), a space (a line broken
+    inside a paragraph); None: the break is the text's own (a blank line, a list's next item)."""
+    if m.group(0).startswith("\u00ad"):
+        return ""
+    if m.group("blank") or _ITEM_START.match(text, m.end()):
+        return None
+    if dash := m.group("glued"):
+        if dash == "-" and text[m.start() - 1].isalpha() and text[m.end():m.end() + 1].islower():
+            return ""
+        return dash
+    return " "
+
+
+class Reading:
+    """A pasted text as the finder reads it (``text``): a line break inside a paragraph is a space and a word
+    hyphenated at a line end is whole again, so that an act's name broken over two lines ("– Kodeks⏎postępowania
+    administracyjnego", "postępo-⏎wania") is read whole; a blank line and a line starting a list's item stay. With
+    where each place of it is in the text as pasted (:meth:`pasted`), each a look-up in what one pass found."""
+
+    def __init__(self, pasted: str) -> None:
+        parts: list[str] = []
+        self._read, self._pasted = [0], [0]  # where each run of unchanged text starts, read and as pasted
+        read = done = 0
+        for m in _BREAK.finditer(pasted):
+            if (new := _unwrapped(pasted, m)) is None:
+                continue
+            parts += [pasted[done:m.start()], new]
+            read += m.start() - done + len(new)
+            done = m.end()
+            self._read.append(read)
+            self._pasted.append(done)
+        parts.append(pasted[done:])
+        self.text = "".join(parts)
+
+    def pasted(self, at: int, *, end: bool = False) -> int:
+        """Where the place ``at`` of the text read is in the text as pasted; ``end``: ``at`` ends a span (it
+        is after the character before it, not at a line's next word)."""
+        if end and at > 0:
+            return self.pasted(at - 1) + 1
+        i = bisect.bisect_right(self._read, at) - 1
+        return self._pasted[i] + at - self._read[i]
 
 
 class _Sentences:
@@ -90,7 +147,10 @@ def find(text: str) -> list[Citation]:
 def found_in(text: str, limit: int | None = None) -> tuple[list[Citation], int]:
     """:func:`find`'s citations, at most ``limit`` of them listed, and how many more there are (counted, a range
     by its numbers: pipeline.sources.references.counted). Linear in the text: each look-up of what comes
-    before a citation is a binary search in what one pass found."""
+    before a citation is a binary search in what one pass found. Read as :class:`Reading` reads the text; the
+    quote is what is read, ``start`` and ``end`` are in the text as pasted."""
+    reading = Reading(text)
+    text = reading.text
     cited = cited_in(text, whole_ranges=True, limit=limit)
     # What a later "art. 9 ust. 2" with no act after it cites: an act the sentence named on its own (not as
     # the act of an "art. …" list: that one is the list's), in the same clause; "tej ustawy": the act the text
@@ -127,11 +187,23 @@ def found_in(text: str, limit: int | None = None) -> tuple[list[Citation], int]:
         words = _words(text, act)
         if c.anaphoric:  # "tej ustawy (ustawy o prawach pacjenta)"
             words = f"{_words(text, c)} ({words})"
+        start, end = reading.pasted(c.start), reading.pasted(c.end, end=True)
         for i, (article, unit) in enumerate(c.targets):
-            found.append(Citation(quote, c.start, c.end, article, unit, words, act.act,
+            found.append(Citation(quote, start, end, article, unit, words, act.act,
                                   act.name, act.year, act.title, from_context=context is not None,
                                   foreign=act.foreign, after=c.ranges.get(i)))
     return found, more
+
+
+def quote_to(text: str, c: Citation, name: str) -> tuple[str, int]:
+    """``c``'s quote up to the end of ``name`` (the act's name as it matched a stored one: a name written without
+    its date may run on into the sentence, "art. 17 ustawy o zawodzie psychologa psycholog jest …"), and where
+    that ends in ``text``, the text as pasted; the whole quote where the name is not in it."""
+    reading = Reading(text[c.start:c.end])  # the citation alone, read as the whole text was
+    m = re.search(r"\s+".join(re.escape(w) for w in name.split()), reading.text, re.IGNORECASE)
+    if m is None:
+        return c.quote, c.end
+    return " ".join(reading.text[:m.end()].split()), c.start + reading.pasted(m.end(), end=True)
 
 
 def weight(c: Citation) -> int:

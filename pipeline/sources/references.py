@@ -30,7 +30,7 @@ from pipeline.core.numbering import SUPERSCRIPT_DIGITS, SUPERSCRIPTS, expand_ran
 from pipeline.core.units import CITED, CITED_WORD, LETTERS, PARAGRAPH, SECTION
 from pipeline.sources.parse.model import Article
 
-EXTRACTOR = "references 2"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
+EXTRACTOR = "references 3"  # bump when the rules change: stored texts are read again (pipeline db upgrade)
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,14 @@ _RELATIVE = re.compile(
     rf"(?:{_SEP}(?:{_TOP_WORD}\s*)?{_NUM}(?![\w)]))*)"
 )
 _MONTH = r"(?:stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|września|października|listopada|grudnia)"
+# An act's title after its date: "– Kodeks pracy", "o prawach pacjenta …", up to a journal reference, a bracket (the
+# act cited inside one: "(art. 4 ustawy z dnia … o prawach pacjenta)"), a clause's or a sentence's end, a dash.
+_TITLE = (r"(?P<title>\s*(?:[–—-]\s*[^()\n;,]{3,160}?|o\s+[^()\n;]{3,200}?))"
+          r"(?=\s*\(\s*(?:Dz|M\.\s*P)|\s*[();,:]|\.\s|\.$|\n|$|\s[–—-]\s)")
 # After the list: whose articles they are.
 _BY_TITLE = re.compile(
     rf"^\s*(?:tej\s+|tejże\s+)?(?P<kind>ustawy|ustawą|ustawie|dekretu|rozporządzenia)\s+z\s+dnia\s+\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\s*r\.?"
-    r"(?P<title>\s*(?:[–—-]\s*[^()\n;,]{3,160}?|o\s+[^()\n;]{3,200}?))(?=\s*\(\s*(?:Dz|M\.\s*P)|\s*[(;,:]|\.\s|\.$|\n|$|\s[–—-]\s)",
+    + _TITLE,
     re.IGNORECASE,
 )
 _CODE_NAME = re.compile(r"^\s*(?P<code>(?:Kodeksu|kodeksu|Kodeks|kodeks)\s+(?:postępowania\s+)?\w+(?:\s+\w+)?)")
@@ -89,7 +93,7 @@ _JOURNAL_ANYWHERE = re.compile(
 # An act named by date and title without articles: "przepisy ustawy z dnia 26 czerwca 1974 r. – Kodeks pracy".
 _ACT_BY_TITLE = re.compile(
     rf"\b(?P<kind>ustawy|ustawą|ustawie|ustawa)\s+z\s+dnia\s+(?P<date>\d{{1,2}}\s+{_MONTH}\s+\d{{4}})\s*r\.?"
-    r"(?P<title>\s*(?:[–—-]\s*[^()\n;,]{3,160}?|o\s+[^()\n;]{3,200}?))(?=\s*\(\s*(?:Dz|M\.\s*P)|\s*[(;,:]|\.\s|\.$|\n|$|\s[–—-]\s)",
+    + _TITLE,
     re.IGNORECASE,
 )
 

@@ -144,16 +144,6 @@ def _candidates(conn: psycopg.Connection, c: Citation, as_of: dt.date | None) ->
     return [r["base_eli"] for r in chosen], matched, (note if chosen else None)
 
 
-def _quote_to(quote: str, name: str | None) -> str:
-    """The quote up to the end of the act's name as it matched (a name written without its date may run on
-    into the sentence: "art. 17 ustawy o zawodzie psychologa psycholog jest …")."""
-    if not name:
-        return quote
-    words = name.split()
-    m = re.search(r"\s+".join(re.escape(w) for w in words), quote, re.IGNORECASE)
-    return quote[:m.end()] if m else quote
-
-
 def _unit_lines(text: str, unit: str) -> list[str] | None:
     """The lines of ``unit`` in an article's text ("§ 1 pkt 2"); None when the article has no such unit."""
     lines = text.split("\n")
@@ -168,15 +158,14 @@ def _top_units(text: str) -> list[str]:
     return list(dict.fromkeys(p.split(" ")[0] + " " + p.split(" ")[1] for p in paths if p.count(" ") >= 1))
 
 
-def _check_one(conn: psycopg.Connection, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
+def _check_one(conn: psycopg.Connection, text: str, c: Citation, day: dt.date, as_of: dt.date | None) -> dict:
     out: dict[str, Any] = {"quote": c.quote, "start": c.start, "end": c.end, "act_as_written": c.act_words, "act": c.act,
            "article": c.article, "unit": c.unit, "status": None, "why": None, "note": None, "text": None,
            "version_no": None, "valid_from": None, "checked_as_of": day, "in_force_from": None,
            "in_force_until": None, "sha256": None, "candidates": [], "ingest": None}
     bases, name, out["note"] = _candidates(conn, c, as_of)
     if name and not c.from_context and not c.title:
-        out["quote"] = _quote_to(c.quote, name)
-        out["end"] = c.start + len(out["quote"]) if out["quote"] != c.quote else c.end
+        out["quote"], out["end"] = finder.quote_to(text, c, name)
     if not bases:
         out["status"] = ACT_NOT_STORED
         if c.foreign:  # EU law: not an act of the Dziennik Ustaw, nothing to ingest
@@ -306,7 +295,7 @@ def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None,
             if len(out) >= limit:
                 more += 1
                 continue
-            record = _check_one(conn, replace(c, article=number, after=None), day, as_of)
+            record = _check_one(conn, text, replace(c, article=number, after=None), day, as_of)
             if len(record["quote"]) > MAX_QUOTE_CHARS:
                 half = MAX_QUOTE_CHARS // 2
                 record["quote"] = f"{record['quote'][:half]} … {record['quote'][-half:]}"
