@@ -8,6 +8,8 @@ seen at work; every test waits for the workers it started (none outlives it).
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import psycopg
 import pytest
@@ -126,6 +128,25 @@ def test_the_worker_stops_with_one_line_when_its_connection_ends(scratch_url, ol
     assert _queued(scratch_url) > 0
     status = json.loads(run_cli("status", "--json", env=env).stdout)
     assert status["embedding_worker"] is None
+
+
+def test_a_killed_worker_says_so_and_the_next_ingest_resumes(scratch_url, ollama, tmp_path):
+    """kill PID (SIGTERM): one line in the log, the batch under way rolled back, the rest queued; the next
+    ingest of the same act (unchanged) starts a worker that embeds what is left."""
+    require_mirror()
+    env = _env(scratch_url, ollama, tmp_path)
+    ollama.delay = 1.0
+    started = _ingest(env, f"--act={ACT}", "--no-amending-acts")["background"]
+    os.kill(started["pid"], signal.SIGTERM)
+    assert worker._children[-1].wait(60) == 1
+    assert "stopped: interrupted" in (tmp_path / "logs" / "embed.log").read_text().splitlines()[-1]
+    left = _queued(scratch_url)
+    assert left > 0
+    ollama.delay = 0.0
+    again = _ingest(env, f"--act={ACT}", "--no-amending-acts")
+    assert again["acts"][0]["status"] == "unchanged" and again["background"]["queued"] == left
+    worker.wait_for_workers()
+    assert _queued(scratch_url) == 0
 
 
 def test_wait_and_no_embed_together_are_a_usage_error(scratch_url):

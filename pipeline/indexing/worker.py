@@ -14,6 +14,7 @@ db stop`) or the model fails.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -129,6 +130,9 @@ def run(url: str) -> int:
     except (PipelineError, psycopg.Error) as exc:  # the server stopped, the model failed: the queue keeps the rest
         say(f"stopped: {one_line(exc)}; the queue keeps the rest (pipeline embed, or the next ingest)")
         return 1
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (main): the batch under way is rolled back, the rest queued
+        say("stopped: interrupted; the queue keeps the rest (pipeline embed, or the next ingest)")
+        return 1
 
 
 PROGRESS_SECONDS = 30.0
@@ -156,6 +160,7 @@ def main() -> int:
         os.nice(NICE)
     except OSError:
         pass
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID: a line in the log, as Ctrl-C
     url = os.environ.get("DATABASE_URL")
     if not url:
         say("DATABASE_URL is not set: the worker is started by `pipeline ingest`")

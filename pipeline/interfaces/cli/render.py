@@ -35,7 +35,7 @@ def status(info: dict) -> None:
                    f"{m['embedded']} embedded of {m['texts']} texts{sparse}, {m['queued']} queued")
     if (w := info.get("embedding_worker")) is not None:
         rate = (f", {w['texts_per_second']} texts/s, expected end {w['expected_end'].astimezone():%H:%M}"
-                if w["texts_per_second"] else ", loading the model")
+                if w["texts_per_second"] else ", its first batch not in yet")
         click.echo(f"worker:      embedding since {w['since'].astimezone():%H:%M}: {w['embedded']} vectors written, "
                    f"{w['queued']} texts queued{rate}")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
