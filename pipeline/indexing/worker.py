@@ -13,11 +13,13 @@ db stop`) or the model fails.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -135,24 +137,20 @@ def run(url: str) -> int:
         return 1
 
 
-PROGRESS_SECONDS = 30.0
+PROGRESS_SECONDS = 30.0  # a line in the log this often, and at the end
 
 
-def _progress(total: int, model: str):
-    import contextlib
+@contextlib.contextmanager
+def _progress(total: int, model: str) -> Iterator[Callable[[int], None]]:
+    """The worker's progress display (pipeline.indexing.embed.ProgressFactory): lines in its log."""
+    state = {"done": 0, "said": time.monotonic()}
 
-    @contextlib.contextmanager
-    def lines():
-        state = {"done": 0, "said": time.monotonic()}
-
-        def advance(n: int) -> None:
-            state["done"] += n
-            if time.monotonic() - state["said"] >= PROGRESS_SECONDS or state["done"] >= total:
-                state["said"] = time.monotonic()
-                say(f"{state['done']}/{total} text(s)")
-        yield advance
-
-    return lines()
+    def advance(n: int) -> None:
+        state["done"] += n
+        if time.monotonic() - state["said"] >= PROGRESS_SECONDS or state["done"] >= total:
+            state["said"] = time.monotonic()
+            say(f"{state['done']}/{total} text(s) ({model})")
+    yield advance
 
 
 def main() -> int:
