@@ -36,6 +36,9 @@ from support.paths import REPO, require_mirror
 for _name in ("DATABASE_URL", "DATABASE_READ_URL", "EMBED_BACKEND", "EMBED_MODEL", "OLLAMA_URL", "EMBED_BASE_URL",
               "EMBED_API_KEY", "OPENROUTER_API_KEY", "ANSWER_API_KEY", "ANSWER_BASE_URL", "ANSWER_MODEL", "ELI_API_URL"):
     os.environ.pop(_name, None)
+# `pipeline ingest` embeds before it returns, as the tests that search next expect; the background
+# worker's own tests (tests/test_embed_worker.py) unset it.
+os.environ["PIPELINE_EMBED_WAIT"] = "1"
 
 # The package's bytecode, compiled once. The suite still starts `pipeline` in child processes dozens of
 # times (kill -9 loops, servers, the entry point's own tests); where PYTHONDONTWRITEBYTECODE is set (as on

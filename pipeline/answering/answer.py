@@ -35,7 +35,7 @@ from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
 from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
-                                       query_vectors, search_gaps, thesaurus_expansion, with_units)
+                                       query_vectors, search_gaps, still_embedding, thesaurus_expansion, with_units)
 from pipeline.storage import currency
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, as_
     gaps = search_gaps(conn, embedder, "hybrid", scope.acts or (), as_of)
     if cut := vectors.warning(searched):
         gaps.append(cut)
-    verdict = decide(hits, embedder.name)
+    verdict = decide(hits, embedder.name, embedding=still_embedding(conn, embedder, scope.acts or (), as_of))
     fragments = [Fragment(act=h.act, article=h.article, text=h.text, act_title=h.act_title, part=h.part,
                           score=h.score, similarity=h.similarity, named=h.named,
                           currency=currencies[h.act].note() if h.act in currencies else None,

@@ -95,3 +95,9 @@ def read_urls(raw: str) -> tuple[str, ...]:
 def _overlap(env: Mapping[str, str]) -> int:
     value = env_number(env, "CHUNK_OVERLAP", int, allow_zero=True)
     return DEFAULT_OVERLAP if value is None else int(value)
+
+
+def embed_wait(env: Mapping[str, str] = os.environ) -> bool:
+    """PIPELINE_EMBED_WAIT set (not 0): `ingest` embeds before it returns, as ``--wait``, instead of
+    leaving the vectors to a background worker (scripts and test suites that search vectors next)."""
+    return env.get("PIPELINE_EMBED_WAIT", "").strip() not in ("", "0")

@@ -56,8 +56,11 @@ def arms_agree(hits: list[Hit], prof: ModelProfile) -> bool | None:
                and h.vector_rank <= depth and h.text_rank <= depth for h in hits[: prof.agree_top])
 
 
-def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = None) -> Refusal:
-    """Refuse or not, from hybrid (or single-arm) hits of ``model``'s embeddings."""
+def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = None, *,
+           embedding: bool = False) -> Refusal:
+    """Refuse or not, from hybrid (or single-arm) hits of ``model``'s embeddings. ``embedding``: the
+    searched texts are being embedded now (search.still_embedding): a low or missing similarity may be an
+    article not embedded yet, so only "no hits" refuses until the vectors are in (the warnings say so)."""
     prof = profile(model)
     floor = min_similarity(model, env)
     if not hits:
@@ -67,6 +70,8 @@ def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = N
                        hits[0].best_similarity, None, floor)
     sim = hits[0].best_similarity
     agree = arms_agree(hits, prof)
+    if embedding:
+        return Refusal(False, "vectors are still being computed: the similarity cannot judge yet", sim, agree, floor)
     if sim is None:  # no embedded chunk among the candidates: nothing shows the question is covered
         return Refusal(True, "no vector similarity to judge by", None, agree, floor)
     if sim < floor:
@@ -79,13 +84,13 @@ def decide(hits: list[Hit], model: str | None, env: Mapping[str, str] | None = N
                           + ("; arms agree" if agree else ""), sim, agree, floor)
 
 
-def search_warning(hits: list[Hit], embedder: Embedder | None, mode: str) -> str | None:
+def search_warning(hits: list[Hit], embedder: Embedder | None, mode: str, *, embedding: bool = False) -> str | None:
     """The line a search (`pipeline search`, MCP search_law) shows when `ask`, which searches hybrid,
     would refuse these hits: an agent or a reader then knows that the ranking holds nothing like an
     answer. None for the other modes, whose hits `ask` never sees."""
     if mode != "hybrid" or embedder is None:
         return None
-    verdict = decide(hits, embedder.name)
+    verdict = decide(hits, embedder.name, embedding=embedding)
     if not verdict.refused:
         return None
     return (f"none of these articles looks like an answer ({verdict.reason}); asked, pipeline would say "

@@ -15,6 +15,7 @@ from pipeline.retrieval.named_articles import named_articles
 from pipeline.storage.articles import BASE_OF, require_acts, require_date
 from pipeline.storage.currency import for_acts
 from pipeline.storage.legal_time import units_not_in_force
+from pipeline.storage.queue import embedding_now
 from pipeline.storage.db import one_row, read_only, reading, sparsevec_literal, vector_literal
 from pipeline.core.limits import (  # noqa: F401 (importable from here, as before)
     DEFAULT_K, FUSIONS, MAX_K, MAX_QUESTION_CHARS, MODES, check_k, check_question)
@@ -308,7 +309,12 @@ def search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, a
             ).fetchall()
             hits = _named_first(conn, query, hits, k=k, acts=eli_ids, as_of=as_of, include_repealed=include_repealed)
     except psycopg.errors.InvalidParameterValue as exc:  # search_chunks' own checks
-        raise _search_chunks_error(conn, exc, model) from None
+        error = _search_chunks_error(conn, exc, model)
+        if isinstance(error, NoVectors) and mode == "hybrid" and embedding_in_progress(conn):
+            # The first vectors are being computed (pipeline.indexing.worker): the text arm alone until
+            # they land; search_gaps says how many there are.
+            return search(conn, query, None, as_of=as_of, scope=scope, settings=replace(settings, mode="text"))
+        raise error from None
     # Read-only, and rolled back on leaving reading(): the hnsw settings made LOCAL go with it.
     return hits
 
@@ -343,6 +349,28 @@ def search_gaps(conn: psycopg.Connection, embedder: Embedder | None, mode: str =
             if embedder is not None and mode != "text" else None,
             as_of_gap(conn, acts, as_of)]
     return [g for g in gaps if g]
+
+
+@read_only
+def embedding_in_progress(conn: psycopg.Connection) -> bool:
+    """The background worker is embedding this database now: the texts without vectors will have them,
+    and until then a search ranks them by their text alone."""
+    return embedding_now(conn)
+
+
+@read_only
+def still_embedding(conn: psycopg.Connection, embedder: Embedder | None, acts: Sequence[str] = (),
+                    as_of: dt.date | None = None) -> bool:
+    """Texts of the searched versions wait for ``embedder``'s vectors and the background worker computes
+    them now: the refusal rule cannot tell an article far from the question from one not embedded yet."""
+    if embedder is None or not embedding_now(conn):
+        return False
+    return one_row(conn.execute(
+        """
+        SELECT EXISTS (SELECT 1 FROM embedding_queue q JOIN embedding_texts u ON u.content_sha256 = q.content_sha256
+                       JOIN chunks c ON c.chunk_id = u.chunk_id
+                       WHERE q.model = %(m)s AND c.version_id IN (SELECT selected_versions(%(acts)s::text[], %(as_of)s::date)))
+        """, {"m": embedder.name, "acts": require_acts(conn, list(acts)) if acts else None, "as_of": as_of}))[0]
 
 
 GAP_COUNT_CAP = 100_000  # beyond this many waiting texts the warning says "over"; counting all costs seconds
@@ -387,6 +415,14 @@ def vector_gap(conn: psycopg.Connection, model: str, acts: Sequence[str] = (),
         return (f"{count} stored text{'s' if many else ''} {'have' if many else 'has'} no {model} {vector} yet: "
                 f"the {arm} arm cannot find {'their' if many else 'its'} articles")
 
+    if dense and not over and embedding_now(conn):  # being embedded now: how far it is, not what to run
+        total = one_row(conn.execute(
+            """
+            SELECT count(DISTINCT u.content_sha256) FROM embedding_texts u JOIN chunks c ON c.chunk_id = u.chunk_id
+            WHERE c.version_id IN (SELECT selected_versions(%(acts)s::text[], %(as_of)s::date))
+            """, {"acts": require_acts(conn, list(acts)) if acts else None, "as_of": as_of}))[0]
+        return (f"vectors: {total - dense} of {total} texts; results improve when the embedding ends "
+                "(a background worker computes them: pipeline status)")
     if not dense:  # only sparse vectors missing: a database embedded before its model's sparse head
         return lacking(waiting, "sparse vector", "sparse") + " (run: pipeline embed)"
     sparse_only = "" if dense == waiting or over else f"; {waiting - dense} more wait for their sparse vector"

@@ -29,7 +29,7 @@ from pipeline.core.redact import redact_url
 from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
     READER_STATEMENT_TIMEOUT, check_text
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
-from pipeline.indexing import embed, find, sync
+from pipeline.indexing import embed, find, sync, worker
 from pipeline.indexing.embed import EmbedRun, ProgressFactory
 from pipeline.indexing.find import ActQuery, Pick
 from pipeline.indexing.ingest import Ingestion
@@ -38,7 +38,8 @@ from pipeline.indexing.sync import SyncReport, SyncResult
 from pipeline.retrieval import evaluate
 from pipeline.retrieval.refusal import search_warning
 from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
-                                       needs_expansion, query_vectors, search_gaps, thesaurus_expansion, with_currency)
+                                       needs_expansion, query_vectors, search_gaps, still_embedding, thesaurus_expansion,
+                                       with_currency)
 from pipeline.service import gate
 from pipeline.service import status as health
 from pipeline.service.gate import Gate
@@ -170,14 +171,16 @@ class Service:
         check_search(query, embedder, as_of=as_of, scope=scope, settings=settings)
         vectors = self._query_vectors(query, embedder, mode)
 
-        def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str]]:
+        def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str], bool]:
             hits = checked_search(conn, query, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
-            return with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of)
+            return (with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of),
+                    still_embedding(conn, embedder, acts or (), as_of))
 
-        hits, warnings = self.reads.run(run)
+        hits, warnings, embedding = self.reads.run(run)
         if cut := vectors.warning(query):
             warnings.append(cut)
-        if refusal := search_warning(hits, embedder, mode):  # the rule ask applies: hits this far off answer nothing
+        # the rule ask applies: hits this far off answer nothing
+        if refusal := search_warning(hits, embedder, mode, embedding=embedding):
             warnings.append(refusal)
         return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
 
@@ -370,6 +373,14 @@ class Service:
         embedder = self.embedder()
         with self.pool.connection() as conn:
             return embed.embed_all(conn, embedder, batch_size=batch_size, limit=limit, progress=progress)
+
+    def embed_in_background(self) -> worker.Started:
+        """Start the background embedding worker (pipeline.indexing.worker) for what waits in the queue,
+        unless one runs: `ingest` returns once its acts are stored and searchable, the vectors follow.
+        The worker embeds with the model this environment configures (EMBED_*), not an embedder given
+        to this Service."""
+        self._require_primary()
+        return worker.start(self.database_url(), self.settings.home)
 
     def _require_primary(self) -> None:
         """Writes go to the primary: one line when it does not answer (the standbys of DATABASE_READ_URL

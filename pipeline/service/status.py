@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 from pipeline.core.errors import is_for_the_user, one_line
 from pipeline.core.redact import redact_url
 from pipeline.embedders import Embedder, EmbedderError, sparse_head
-from pipeline.storage import db, schema
+from pipeline.storage import db, queue, schema
 
 if TYPE_CHECKING:
     from pipeline.answering.answer import ChatConfig
@@ -49,6 +49,8 @@ def database_status(url: str, *, server: str, embedder: Callable[[], Embedder],
                 # All columns: sparse_embedded exists from revision 0008 on.
                 info["embeddings"] = conn.cursor(row_factory=dict_row).execute(
                     "SELECT * FROM embedding_status").fetchall()
+            worker = queue.worker(conn)  # the background embedding (pipeline.indexing.worker), None: none runs
+            info["embedding_worker"] = worker.to_dict() if worker else None
             if db.one_row(conn.execute("SELECT to_regclass('corpus_totals') IS NOT NULL"))[0]:
                 # Distinct chunk texts (kept by triggers since revision 0007): what sparse vectors cover.
                 info["chunk_texts"] = db.one_row(conn.execute("SELECT chunks FROM corpus_totals"))[0]

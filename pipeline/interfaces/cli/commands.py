@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from pipeline.core import __version__
+from pipeline.core.config import embed_wait
 from pipeline.core.errors import SyncBusy, UsageError
 from pipeline.core.limits import DEFAULT_K, DEFAULT_MAX_CHARS, FIND_LIMIT, FUSIONS, MAX_CHARS, MAX_FIND_LIMIT, \
     MAX_JOBS, MAX_K, MAX_READER_CONNECTIONS, MIN_CHARS, MODES, READER_CONNECTION_LIMIT, READER_STATEMENT_TIMEOUT
@@ -84,6 +85,9 @@ def db_status(as_json: bool) -> None:
     render.status(info)
 
 
+main.add_command(db_status, "status")  # `pipeline status`: the embedding's progress is what a newcomer looks for
+
+
 @db_group.command("url")
 @friendly
 def db_url() -> None:
@@ -133,7 +137,9 @@ def db_replica(home: Path, as_json: bool) -> None:
 @click.option("--offline", is_flag=True, help="Use only raw responses archived earlier in the archive dir.")
 @click.option("--archive", "archive_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where raw API responses are kept [default: $PIPELINE_ARCHIVE or ./dane].")
-@click.option("--no-embed", is_flag=True, help="Store chunks but do not compute embeddings now.")
+@click.option("--no-embed", is_flag=True, help="Store chunks and queue their texts; no worker embeds them now.")
+@click.option("--wait", is_flag=True, help="Embed the new texts before returning, as scripts that need the vectors "
+                                           "want (default: a background worker; PIPELINE_EMBED_WAIT=1: always wait).")
 @click.option("--no-amending-acts", is_flag=True,
               help="Do not also fetch the acts that amended each --act after its text (from the same source).")
 @click.option("--chunk-chars", type=click.IntRange(MIN_CHARS, MAX_CHARS), help=f"Chunk size limit [default: {DEFAULT_MAX_CHARS}].")
@@ -150,7 +156,7 @@ def db_replica(home: Path, as_json: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="With --title/--year: list what would be fetched, fetch nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
 @friendly
-def ingest_cmd(no_embed: bool, no_amending_acts: bool, as_json: bool, **asked: Any) -> None:
+def ingest_cmd(no_embed: bool, wait: bool, no_amending_acts: bool, as_json: bool, **asked: Any) -> None:
     """Download acts (or read local PDF/HTML files) and store them as versioned article chunks.
 
     \b
@@ -170,7 +176,11 @@ def ingest_cmd(no_embed: bool, no_amending_acts: bool, as_json: bool, **asked: A
     """
     from pipeline.service import IngestEvents, IngestRequest
 
-    request = IngestRequest(embed=not no_embed, amending_acts=not no_amending_acts, **asked)
+    if wait and no_embed:
+        raise click.UsageError("--wait embeds now, --no-embed not at all: give one")
+    wait = wait or embed_wait()
+    # The texts are stored and searchable first; a background worker embeds them unless --wait.
+    request = IngestRequest(embed=wait and not no_embed, amending_acts=not no_amending_acts, **asked)
     quiet = as_json
     if request.dry_run:
         picks = service().ingest_plan(request, progress=None if quiet else render.step)
@@ -180,10 +190,13 @@ def ingest_cmd(no_embed: bool, no_amending_acts: bool, as_json: bool, **asked: A
         on_start=lambda i, n, what: click.echo(f"[{i}/{n}] {what}", err=True), on_result=render.ingest_result,
         progress=render.step, embed_progress=render.progress_bar, on_warning=render.ingest_warning)
     report = service().ingest(request, events)
+    background = None
+    if not wait and not no_embed and not request.dry_run and report.waiting:
+        background = service().embed_in_background()
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "background": background.to_dict() if background else None})
     else:
-        render.ingest_summary(report, by_title=request.by_title, embedded_now=request.embed)
+        render.ingest_summary(report, by_title=request.by_title, embedded_now=request.embed, background=background)
     if report.failed:
         sys.exit(1)
 

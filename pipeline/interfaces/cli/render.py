@@ -33,6 +33,11 @@ def status(info: dict) -> None:
                   if m.get("sparse_embedded") is not None else "")
         click.echo(f"embeddings:  {m['model']} ({kind}): "
                    f"{m['embedded']} embedded of {m['texts']} texts{sparse}, {m['queued']} queued")
+    if (w := info.get("embedding_worker")) is not None:
+        rate = (f", {w['texts_per_second']} texts/s, expected end {w['expected_end'].astimezone():%H:%M}"
+                if w["texts_per_second"] else ", its first batch not in yet")
+        click.echo(f"worker:      embedding since {w['since'].astimezone():%H:%M}: {w['embedded']} vectors written, "
+                   f"{w['queued']} texts queued{rate}")
     click.echo(f"embedder:    {info['embedder'].get('backend')} {info['embedder'].get('model')}")
     if line := _replication(info.get("replication") or {}):
         click.echo(f"replication: {line}")
@@ -112,16 +117,22 @@ def ingest_warning(line: str) -> None:
     click.echo(f"  warning: {line}", err=True)
 
 
-def ingest_summary(report: Any, *, by_title: bool, embedded_now: bool) -> None:
+def ingest_summary(report: Any, *, by_title: bool, embedded_now: bool, background: Any = None) -> None:
     amending = sum(bool(r.amending_of) for r in report.acts)
+    waiting = ""
+    if report.waiting and background is None:
+        waiting = f"; {report.waiting} text(s){' of other acts' if embedded_now else ''} wait for `pipeline embed`"
     click.echo(f"{len(report.acts)} act(s)" + (f" ({amending} fetched as amending acts)" if amending else "")
                + f": {report.new} new version(s), {report.unchanged} unchanged, "
                f"{report.failed} failed" + (f", {report.skipped} skipped ({'stored or ' if by_title else ''}no text)"
                                          if report.skipped else "")
-               + f"; {report.embedded} embedding(s) computed"
-               + (f"; {report.waiting} text(s){' of other acts' if embedded_now else ''} wait for `pipeline embed`"
-                  if report.waiting else ""),
+               + f"; {report.embedded} embedding(s) computed" + waiting,
                err=True)
+    if background is not None:
+        how = "a worker already running embeds them" if background.already_running else \
+            f"a background worker (pid {background.pid}) embeds them"
+        click.echo(f"searchable now; {background.queued} text(s) wait for their vectors: {how} "
+                   f"(progress: pipeline status; log: {background.log}; --wait embeds before returning)", err=True)
 
 
 def ingest_plan(picks: list[dict]) -> None:
