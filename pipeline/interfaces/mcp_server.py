@@ -33,7 +33,8 @@ from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_CHECK_CITATION
     check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
-from pipeline.interfaces.listening import Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for
+from pipeline.interfaces.listening import (Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for,
+                                           server_config)
 
 log = logging.getLogger(__name__)
 
@@ -481,7 +482,7 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000, allo
         print(f"pipeline mcp: answers to the hosts {policy.names()}"
               + ("; every request needs the token (Authorization: Bearer …)" if policy.token else ""),
               file=sys.stderr, flush=True)
-        uvicorn.run(http_app(server, policy), host=host, port=port, server_header=False,
-                    log_level="debug" if os.environ.get("PIPELINE_DEBUG") else "warning")
+        uvicorn.Server(server_config(http_app(server, policy), host, port,
+                                     log_level="debug" if os.environ.get("PIPELINE_DEBUG") else "warning")).run()
     else:
         server.run("stdio")
