@@ -16,9 +16,8 @@ _CONNINFO_SECRET = re.compile(rf"(?<![\w?&])({_SECRET_KEYS}\s*=\s*)('(?:[^'\\]|\
 
 def _url(match: re.Match[str]) -> str:
     url = match.group(0)
-    tail = len(url) - len(url.rstrip(").,;:"))  # the punctuation of the sentence quoting it
-    url, tail = url[:len(url) - tail], url[len(url) - tail:]
-    return _redacted_url(url) + tail
+    bare = url.rstrip(").,;:")  # without the punctuation of the sentence quoting it
+    return _redacted_url(bare) + url[len(bare):]
 
 
 def _redacted_url(url: str) -> str:
