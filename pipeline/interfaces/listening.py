@@ -1,7 +1,8 @@
 """What the faces that listen on a port (`pipeline mcp --http`, `pipeline serve`) check: before they listen
 (the port, the token, whether to warn) and on every request (:class:`Guard`: the Host and Origin
-headers against the allowed hosts, and the bearer token when one is set); and the headers every response of
-either sends (:class:`SecurityHeaders`). One rule for both faces."""
+headers against the allowed hosts, and the bearer token when one is set, its guesses, the page's login);
+the headers every response of either sends (:class:`SecurityHeaders`); and the server both run on
+(:func:`server_config`: a bound on the time a request's headers take). One rule for both faces."""
 from __future__ import annotations
 
 import asyncio
