@@ -194,3 +194,5 @@ def test_database_read_url_is_one_url_or_several_separated_by_commas():
     assert read_urls(" postgresql://a/x , postgres://b/x,,postgresql://a/x") == ("postgresql://a/x", "postgres://b/x")
     with pytest.raises(ConfigError, match="DATABASE_READ_URL: 'b:5432/x' is not a postgresql:// URL"):
         read_urls("postgresql://user:secret@a:5432,b:5432/x")
+    with pytest.raises(ConfigError, match=r"'host=b password=\*\*\* dbname=x' is not"):  # a conninfo's password too
+        read_urls("host=b password=secret dbname=x")

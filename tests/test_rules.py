@@ -89,6 +89,13 @@ def test_a_paragraph_printed_twice_in_a_row_makes_two_wordings_and_others_do_not
     ("postgresql://pipeline:pw-secret@localhost:5432/law", "postgresql://pipeline:***@localhost:5432/law"),
     ("http://user:p@ss@host:11434", "http://user:***@host:11434"),
     ("postgresql:///law?host=/tmp/x", "postgresql:///law?host=/tmp/x"),
+    # issue 49: a password in the query, and libpq's conninfo form, were shown as given
+    ("postgresql://u@/law?host=/tmp/x&password=pw-secret&sslpassword=k", "postgresql://u@/law?host=/tmp/x&password=***&sslpassword=***"),
+    ("host=db user=u password=pw-secret dbname=law", "host=db user=u password=*** dbname=law"),
+    ("host=db password = 'pw \\' secret' port=5432", "host=db password = *** port=5432"),
+    ("cannot connect to the database (postgresql://u:pw@h/law?PASSWORD=pw-secret): refused",
+     "cannot connect to the database (postgresql://u:***@h/law?PASSWORD=***): refused"),
+    ("password authentication failed for user \"u\"", "password authentication failed for user \"u\""),
 ])
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown

@@ -15,7 +15,7 @@ from pipeline.answering.fragments import Answer, Fragment
 from pipeline.answering.prompts import REWRITE_PROMPT, build_messages, is_refusal
 from pipeline.core.config import env_number
 from pipeline.core.errors import AnswerError
-from pipeline.core.redact import scrub
+from pipeline.core.redact import redact_url, scrub
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "openai/gpt-4o-mini"
@@ -71,7 +71,7 @@ class ChatConfig:
         prices = ""
         if self.price_in is not None or self.price_out is not None:
             prices = f", prices in/out {self.price_in}/{self.price_out} USD per 1M tokens"
-        return f"model {self.model} at {self.base_url}, {key}{prices}"
+        return f"model {self.model} at {redact_url(self.base_url)}, {key}{prices}"
 
     def server_name(self) -> str:
         return "OpenRouter" if self.is_openrouter else (urlparse(self.base_url).netloc or self.base_url)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pipeline.core.limits import DEFAULT_MAX_CHARS, DEFAULT_OVERLAP
 from pipeline.core.errors import ConfigError
+from pipeline.core.redact import redact_url
 
 
 def env_number(env: Mapping[str, str], name: str, kind: type[int] | type[float] = float, *,
@@ -86,7 +87,7 @@ def read_urls(raw: str) -> tuple[str, ...]:
         if not url or url in urls:
             continue
         if not url.startswith(("postgresql://", "postgres://")):
-            raise ConfigError(f"DATABASE_READ_URL: {url.split('@')[-1][:60]!r} is not a postgresql:// URL; give each "
+            raise ConfigError(f"DATABASE_READ_URL: {redact_url(url)[:60]!r} is not a postgresql:// URL; give each "
                               "standby as a whole URL, several separated by commas")
         urls.append(url)
     return tuple(urls)

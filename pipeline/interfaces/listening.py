@@ -1,19 +1,25 @@
 """What the faces that listen on a port (`pipeline mcp --http`, `pipeline serve`) check: before they listen
 (the port, the token, whether to warn) and on every request (:class:`Guard`: the Host and Origin
-headers against the allowed hosts, and the bearer token when one is set); and the headers every response of
-either sends (:class:`SecurityHeaders`). One rule for both faces."""
+headers against the allowed hosts, and the bearer token when one is set, its guesses, the page's login);
+the headers every response of either sends (:class:`SecurityHeaders`); and the server both run on
+(:func:`server_config`: a bound on the time a request's headers take). One rule for both faces."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
 import logging
+import math
 import os
 import re
+import secrets
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -30,8 +36,15 @@ ALLOWED_HOSTS_ENV = "PIPELINE_ALLOWED_HOSTS"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 WILDCARDS = ("0.0.0.0", "::", "[::]", "")  # every interface: no name of its own to allow
 MIN_TOKEN_CHARS = 16
+MIN_TOKEN_DISTINCT = 8  # secrets.token_urlsafe(32) has ~30, token_hex(16) ~14; "passwordpassword" 7
 COOKIE = "pipeline_token"
-COOKIE_DAYS = 30
+LOGIN_HOURS = 12  # a login cookie is worth this long from the login, then the token is asked again
+LOGOUT = "/logout"
+# Wrong tokens one client address may send per window; past them, every request of its that carries a
+# token is 429 until the window ends (a right token too: a guess must not tell right from wrong).
+GUESSES = 10
+GUESS_WINDOW = 60.0  # seconds
+HEADER_TIMEOUT = 10.0  # seconds from a connection (or its previous response) to the end of a request's headers
 _NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
 _TOKEN = re.compile(r"[\x21-\x7e]+")  # printable ASCII, no spaces: it travels in a header and a URL
 
@@ -150,11 +163,22 @@ def read_token(token_file: Path | None, environ: Mapping[str, str] = os.environ)
         token, where = environ[TOKEN_ENV].strip(), TOKEN_ENV
     else:
         return None
-    # An empty or short token would let a server that looks guarded be guessed open.
+    # An empty, short or patterned token would let a server that looks guarded be guessed open.
+    make = "make one: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
     if len(token) < MIN_TOKEN_CHARS or not _TOKEN.fullmatch(token):
         raise ConfigError(f"{where}: the token must be at least {MIN_TOKEN_CHARS} printable ASCII characters without "
-                          "spaces (make one: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')")
+                          f"spaces ({make})")
+    if weak_token(token):
+        raise ConfigError(f"{where}: the token is too easy to guess: it needs at least {MIN_TOKEN_DISTINCT} different "
+                          f"characters and must not repeat a shorter string ({make})")
     return token
+
+
+def weak_token(token: str) -> bool:
+    """Too few different characters ("aaaa…", "passwordpassword"), or one string over again ("abcdabcd…")."""
+    if len(set(token)) < MIN_TOKEN_DISTINCT:
+        return True
+    return any(len(token) % n == 0 and token == token[:n] * (len(token) // n) for n in range(1, len(token) // 2 + 1))
 
 
 def exposure_warning(face: str, host: str, token: str | None, what: str) -> str | None:
@@ -188,7 +212,7 @@ def visible(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def _shown(text: str, limit: int = 100) -> str:
+def shown(text: str, limit: int = 100) -> str:
     """What a client sent, quoted in a message or a log line: control characters escaped, cut short."""
     text = visible(text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -196,19 +220,21 @@ def _shown(text: str, limit: int = 100) -> str:
 
 class Guard:
     """ASGI middleware: a request whose Host is not allowed gets 421 (400 without one), an Origin that is not
-    allowed 403, and with a token set a request without it 401 (``WWW-Authenticate: Bearer``).
+    allowed 403, and with a token set a request without it 401 (``WWW-Authenticate: Bearer``), a client
+    address past GUESSES wrong tokens in GUESS_WINDOW 429; every response then says ``Cache-Control: private``.
 
     ``login`` (the web page, which a browser opens without headers of its own): ``?token=…`` on any page
     is answered with a redirect to the same page without it and a cookie (HttpOnly, SameSite=Strict)
-    that stands for the token from then on."""
+    that stands for the token for LOGIN_HOURS; LOGOUT ends it."""
 
     def __init__(self, app: ASGIApp, policy: Policy, *, login: bool = False,
                  refuse: Callable[[Refusal, Scope], Response] = plain_refusal) -> None:
         self.app, self.policy, self.login, self.refuse = app, policy, login, refuse
-        # The cookie holds a value derived from the token, not the token: a browser's cookie jar does not
+        # The cookie holds a value signed with the token, not the token: a browser's cookie jar does not
         # give away what an MCP client sends.
-        self.cookie = (hmac.new(policy.token.encode(), b"pipeline serve login", hashlib.sha256).hexdigest()
-                       if policy.token else None)
+        self._key = hashlib.sha256(b"pipeline serve login " + policy.token.encode()).digest() if policy.token else b""
+        self._guesses: dict[str, tuple[float, int]] = {}  # client address -> (its window's start, wrong tokens)
+        self._revoked: dict[str, float] = {}  # cookies logged out -> when they would have expired
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
@@ -216,6 +242,8 @@ class Guard:
             return
         headers = Headers(scope=scope)
         answer = self.check(scope, headers)
+        if self.policy.token is not None and scope["type"] == "http":
+            send = _private(send)
         if answer is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -229,16 +257,18 @@ class Guard:
         try:
             name, port = split_host(host)
         except ValueError:
-            return self._refused(scope, Refusal(400, "host", f"bad or missing Host header: {_shown(host)!r}"))
+            return self._refused(scope, Refusal(400, "host", f"bad or missing Host header: {shown(host)!r}"))
         if not self.policy.allows(name, port or default_port):
             return self._refused(scope, Refusal(
-                421, "host", f"Host {_shown(host)!r} is not one this server answers to; its operator can allow it "
-                             f"with --allowed-host {_shown(name)} (or {ALLOWED_HOSTS_ENV})"))
+                421, "host", f"Host {shown(host)!r} is not one this server answers to; its operator can allow it "
+                             f"with --allowed-host {shown(name)} (or {ALLOWED_HOSTS_ENV})"))
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin):
-            return self._refused(scope, Refusal(403, "origin", f"Origin {_shown(origin)!r} is not allowed here"))
+            return self._refused(scope, Refusal(403, "origin", f"Origin {shown(origin)!r} is not allowed here"))
         if self.policy.token is None:
             return None
+        if self.login and scope.get("path") == LOGOUT:
+            return self._logged_out(headers)
         return self._authenticated(scope, headers)
 
     def _origin_allowed(self, origin: str) -> bool:
@@ -255,39 +285,126 @@ class Guard:
     def _authenticated(self, scope: Scope, headers: Headers) -> Response | None:
         token = self.policy.token
         assert token is not None
+        # A login cookie first: it is signed with the token (no guess can forge one), so it still opens the
+        # page while the address it comes from (a proxy's, shared) is past its guesses.
+        cookie = cookie_parser(headers.get("cookie", "")).get(COOKIE) if self.login else None
+        state = self._cookie_state(cookie) if cookie is not None else None
+        if state == "valid":
+            return None
         scheme, _, given = headers.get("authorization", "").partition(" ")
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        in_url = self.login and scope.get("method") in ("GET", "HEAD")
+        given_in_url = [v for k, v in query if k == "token"] if in_url else []
+        client, now = _client(scope), time.monotonic()
+        if "authorization" in headers or given_in_url:
+            wait = self._wait(client, now)
+            if wait is not None:
+                return self._refused(scope, Refusal(
+                    429, "guesses", f"too many wrong tokens from {client}: try again in {wait} s",
+                    {"Retry-After": str(wait)}))
         if scheme.lower() == "bearer" and _same(given.strip(), token):
             return None
-        if self.login:
-            if self.cookie and _same(cookie_parser(headers.get("cookie", "")).get(COOKIE, ""), self.cookie):
-                return None
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-            given_in_url = [v for k, v in query if k == "token"]
-            if given_in_url and scope.get("method") in ("GET", "HEAD"):
-                if _same(given_in_url[0], token):
-                    return self._logged_in(scope, [(k, v) for k, v in query if k != "token"])
-                return self._refused(scope, _token_refusal("the token in the address is wrong", wrong=True))
-        if scheme.lower() == "bearer" or "authorization" in headers:
+        if given_in_url:
+            if _same(given_in_url[0], token):
+                return self._logged_in(scope, [(k, v) for k, v in query if k != "token"])
+            self._wrong(client, now)
+            return self._refused(scope, _token_refusal("the token in the address is wrong", wrong=True))
+        if "authorization" in headers:
+            self._wrong(client, now)
             return self._refused(scope, _token_refusal("the token is wrong", wrong=True))
+        if state is not None:  # expired, logged out, or signed with another token: log in again
+            return self._refused(scope, _token_refusal(f"the login cookie is {state}: open the page with ?token= again"))
         return self._refused(scope, _token_refusal("this server needs a token: send Authorization: Bearer <token>"))
+
+    # -- guesses --
+
+    def _wait(self, client: str, now: float) -> int | None:
+        """Seconds until ``client`` may send a token again, or None: it may now."""
+        start, wrong = self._guesses.get(client, (now, 0))
+        if wrong < GUESSES or now - start >= GUESS_WINDOW:
+            return None
+        return max(1, math.ceil(start + GUESS_WINDOW - now))
+
+    def _wrong(self, client: str, now: float) -> None:
+        start, wrong = self._guesses.get(client, (now, 0))
+        if now - start >= GUESS_WINDOW:
+            start, wrong = now, 0
+        self._guesses[client] = (start, wrong + 1)
+        if len(self._guesses) > 10_000:  # many addresses (IPv6): forget the windows that are over
+            self._guesses = {c: v for c, v in self._guesses.items() if now - v[0] < GUESS_WINDOW}
+
+    # -- the login cookie --
+
+    def _cookie_value(self) -> str:
+        expires = int(time.time()) + LOGIN_HOURS * 3600
+        signed = f"{expires}.{secrets.token_urlsafe(12)}"
+        return f"{signed}.{hmac.new(self._key, signed.encode(), hashlib.sha256).hexdigest()}"
+
+    def _cookie_state(self, value: str) -> str:
+        """"valid", "expired", "revoked" (logged out) or "not signed" (with this token: an old one, a forgery)."""
+        signed, _, mac = value.rpartition(".")
+        expected = hmac.new(self._key, signed.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+        if not _same(mac, expected):
+            return "not signed"
+        expires = signed.split(".", 1)[0]
+        if not expires.isdigit() or int(expires) <= time.time():
+            return "expired"
+        return "revoked" if value in self._revoked else "valid"
 
     def _logged_in(self, scope: Scope, query: list[tuple[str, str]]) -> Response:
         """303 to the same page without ``token`` (out of the address bar and the history), with the cookie."""
-        path = scope.get("raw_path") or scope["path"].encode()
-        location = path.decode("latin-1")
-        if not location.startswith("/") or location.startswith("//"):  # never a redirect to another host
-            location = "/"
+        location = same_site((scope.get("raw_path") or scope["path"].encode()).decode("latin-1"))
         if query:
             location += "?" + urlencode(query)
         response = Response(status_code=303, headers={"Location": location, "Cache-Control": "no-store"})
-        response.set_cookie(COOKIE, self.cookie or "", max_age=COOKIE_DAYS * 86400, path="/", httponly=True,
+        response.set_cookie(COOKIE, self._cookie_value(), max_age=LOGIN_HOURS * 3600, path="/", httponly=True,
                             samesite="strict", secure=scope.get("scheme") == "https")
         return response
 
+    def _logged_out(self, headers: Headers) -> Response:
+        """The cookie this browser sent stops opening the page (here too, not only in the browser), then 303 to /."""
+        cookie = cookie_parser(headers.get("cookie", "")).get(COOKIE)
+        now = time.time()
+        if cookie is not None and self._cookie_state(cookie) == "valid":
+            self._revoked = {c: t for c, t in self._revoked.items() if t > now}  # the expired need no list
+            self._revoked[cookie] = int(cookie.split(".", 1)[0])
+        response = Response(status_code=303, headers={"Location": "/", "Cache-Control": "no-store"})
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
     def _refused(self, scope: Scope, refusal: Refusal) -> Response:
-        log.log(logging.INFO if refusal.quiet else logging.WARNING, "refused %s %s -> %d: %s",
-                scope.get("method", "WEBSOCKET"), _shown(scope.get("path", "")), refusal.status, refusal.message)
+        log.log(logging.INFO if refusal.quiet else logging.WARNING, "refused %s %s from %s -> %d: %s",
+                scope.get("method", "WEBSOCKET"), shown(scope.get("path", "")), _client(scope), refusal.status,
+                refusal.message)
         return self.refuse(refusal, scope)
+
+
+def same_site(path: str) -> str:
+    """A request's raw path as a redirect's Location that stays on this site: a browser reads "\\" as "/"
+    ("/\\evil.com" is "//evil.com", another host), so it is escaped, and a path that is still another host's
+    ("//…") or not a path is "/"."""
+    path = path.replace("\\", "%5C")
+    return path if path.startswith("/") and not path.startswith("//") else "/"
+
+
+def _client(scope: Scope) -> str:
+    """The client's address, as the refusals log and the guesses count it (behind a proxy: the proxy's)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _private(send: Send) -> Send:
+    """``send`` that marks each response ``Cache-Control: private``: a page behind the token is never kept
+    by a shared cache for whoever asks next."""
+    async def send_private(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(raw=list(message.get("headers", [])))
+            given = headers.get("cache-control", "")
+            if "private" not in given and "no-store" not in given:
+                headers["Cache-Control"] = ", ".join(filter(None, ["private", given]))
+            message = {**message, "headers": headers.raw}
+        await send(message)
+    return send_private
 
 
 def _token_refusal(message: str, wrong: bool = False) -> Refusal:
@@ -335,3 +452,62 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_secured)
+
+
+# --- the server ----------------------------------------------------------------------------------------
+
+def server_config(app: ASGIApp, host: str, port: int, **options: Any) -> Any:
+    """The uvicorn settings both faces listen with (``options``: uvicorn's others, such as log_level): HTTP/1.1
+    by h11 with HEADER_TIMEOUT for a request's headers. uvicorn bounds the wait between requests
+    (timeout_keep_alive) but not the headers themselves: a client sending a header line every 9 s held a
+    connection open for good."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, http=_header_deadline_protocol(), server_header=False,
+                          **options)
+
+
+def _header_deadline_protocol() -> type:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadline(H11Protocol):
+        """uvicorn's h11 protocol, closing a connection whose request's headers have not all come
+        HEADER_TIMEOUT seconds after it opened or after its previous response."""
+
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the headers are in: the request is the app's now
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            self._arm()
+            super().on_response_complete()
+            if self.conn.their_state is not h11.IDLE or self.transport.is_closing():  # a pipelined request
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(HEADER_TIMEOUT, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadline

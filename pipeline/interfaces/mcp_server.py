@@ -33,7 +33,8 @@ from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CHARS, MAX_CHECK_CITATION
     check_question
 from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
-from pipeline.interfaces.listening import Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for
+from pipeline.interfaces.listening import (Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for,
+                                           server_config)
 
 log = logging.getLogger(__name__)
 
@@ -446,8 +447,12 @@ def http_app(server: MCPServer, policy: Policy) -> Any:
     """The streamable HTTP application (``/mcp``) behind the listening guard of ``policy``."""
     # The guard checks Host and Origin on every address; the SDK's own check runs only on loopback and
     # allows any port there but no other name (it would refuse a reverse proxy's public name).
+    # Stateless: each POST is answered on its own, nothing is kept between requests. With sessions, one
+    # client's initialize calls filled the SDK's 10 000 (each kept 30 minutes) in 36 s and every other
+    # client got 503; no tool here needs a session (none asks the client anything or streams progress).
     return SecurityHeaders(Guard(server.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)), policy))
+        stateless_http=True, transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)),
+        policy))
 
 
 def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000, allowed_hosts: tuple[str, ...] = (),
@@ -477,7 +482,7 @@ def serve(*, http: bool = False, host: str = "127.0.0.1", port: int = 8000, allo
         print(f"pipeline mcp: answers to the hosts {policy.names()}"
               + ("; every request needs the token (Authorization: Bearer …)" if policy.token else ""),
               file=sys.stderr, flush=True)
-        uvicorn.run(http_app(server, policy), host=host, port=port, server_header=False,
-                    log_level="debug" if os.environ.get("PIPELINE_DEBUG") else "warning")
+        uvicorn.Server(server_config(http_app(server, policy), host, port,
+                                     log_level="debug" if os.environ.get("PIPELINE_DEBUG") else "warning")).run()
     else:
         server.run("stdio")

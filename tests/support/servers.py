@@ -82,9 +82,10 @@ def serving(app, port: int | None = None) -> Iterator[str]:
     """An ASGI ``app`` served by uvicorn on 127.0.0.1 (``port``, else a free one) until the block ends: its base URL."""
     import uvicorn
 
-    port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           timeout_graceful_shutdown=5))
+    from pipeline.interfaces.listening import server_config
+
+    port = port or free_port()  # the faces' own settings (pipeline serve, pipeline mcp --http)
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, log_level="warning", timeout_graceful_shutdown=5))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -30,11 +31,12 @@ from starlette.types import ASGIApp, Scope
 
 from pipeline.core import __version__
 from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, ConfigError, DatabaseError, EmbedderError,
-                                  UsageError, is_for_the_user, one_line)
+                                  NoVectors, UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_CHECK_CITATIONS, MAX_QUESTION_CHARS, MAX_RANGE
 from pipeline.core.numbering import printed
+from pipeline.core.redact import redact_url
 from pipeline.interfaces.listening import (Guard, Policy, Refusal, SecurityHeaders, check_port, exposure_warning,
-                                           policy_for)
+                                           policy_for, server_config, visible)
 from pipeline.interfaces.web import checks, stream
 from pipeline.interfaces.web.checks import PageError
 from pipeline.interfaces.web.render import (CHECK_STATUSES, amending_units, answer_html, badge, date_pl, highlight,
@@ -54,6 +56,7 @@ REFUSALS = {
     "origin": "Żądanie wysłane z innej strony zostało odrzucone.",
     "token": "Ta strona wymaga logowania: otwórz adres z tokenem (…/?token=…) od administratora; przeglądarka go "
              "zapamięta. Jeśli już to zrobiłeś(-aś) w tej przeglądarce, przejdź do wyszukiwania.",
+    "guesses": "Z tego adresu podano zbyt wiele błędnych tokenów. Spróbuj ponownie za minutę.",
 }
 
 
@@ -146,7 +149,7 @@ class Web:
             lambda on_token: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token),
             done=lambda asked: {"html": self.templates.get_template("_answer.html").render(
                 answer=self._answer_context(asked, as_of))},
-            failure=lambda exc: _page_error(exc, request).message))
+            failure=lambda exc: _page_error(exc, request).line))
 
     def acts(self, request: Request) -> Response:
         acts = self.service.acts()
@@ -191,11 +194,18 @@ class Web:
 
 
 def _page_error(exc: BaseException, request: Request) -> PageError:
-    """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback)."""
+    """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback).
+    A server's failure (5xx) shows the visitor an id, never its words: they name the database's host, user,
+    socket; the log's line carries the same id."""
     if isinstance(exc, PageError):
         return exc
     detail = one_line(exc) if is_for_the_user(exc) else None
-    if isinstance(exc, Busy):  # as many searches or answers as the service runs at once: no queue
+    if isinstance(exc, NoVectors):  # the search page searches the text alone; an answer needs the vectors
+        error = PageError(503, "Odpowiedź nie jest jeszcze możliwa: w bazie nie ma jeszcze wektorów tekstów "
+                               "(administrator uruchamia pipeline embed). Wyszukiwanie w tekście przepisów działa.")
+        error.link = search_url(checks.question(request, required=False), checks.acts_filter(request),
+                                checks.date(request, "as_of"))
+    elif isinstance(exc, Busy):  # as many searches or answers as the service runs at once: no queue
         error = PageError(503, f"Serwer obsługuje teraz wielu czytelników naraz. Spróbuj za {exc.retry_after} s.",
                           detail, retry_after=exc.retry_after)
     elif isinstance(exc, ArticleNotFound):  # ActNotFound too
@@ -212,11 +222,14 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
         error = PageError(500, "Serwer jest źle skonfigurowany.", detail)
     else:
         error = PageError(500, "Coś poszło nie tak po stronie serwera. Spróbuj ponownie.", None)
-    level = logging.WARNING if error.status < 500 or error.retry_after is not None else logging.ERROR
+    expected = error.status < 500 or error.retry_after is not None or isinstance(exc, NoVectors)
+    if error.status >= 500 and not isinstance(exc, NoVectors):
+        error.detail, error.error_id = None, secrets.token_hex(4)
     # A URL's path and an error's words come from the visitor: control characters are escaped, so that no
-    # request writes a line of its own into the log.
-    log.log(level, "%s %s -> %d: %s: %s", request.method, checks.visible(request.url.path), error.status,
-            type(exc).__name__, checks.visible(one_line(exc)) if str(exc).strip() else "",
+    # request writes a line of its own into the log; a password in a URL or conninfo never reaches it.
+    log.log(logging.WARNING if expected else logging.ERROR, "%s %s -> %d%s: %s: %s", request.method,
+            visible(request.url.path), error.status, f" [error {error.error_id}]" if error.error_id else "",
+            type(exc).__name__, visible(redact_url(one_line(exc))) if str(exc).strip() else "",
             exc_info=bool(os.environ.get("PIPELINE_DEBUG")))
     return error
 
@@ -305,7 +318,9 @@ def build_app(service: Service, *, warm: bool = True, policy: Policy | None = No
         return web.render("error.html", status=refusal.status, headers=refusal.headers, title="Błąd",
                           error=PageError(refusal.status, REFUSALS[refusal.reason], refusal.message), form=EMPTY_FORM)
 
-    guarded = Guard(app, policy or Policy.listening("127.0.0.1", None), login=True, refuse=refused)
+    policy = policy or Policy.listening("127.0.0.1", None)
+    web.templates.globals["logout"] = policy.token is not None  # the footer's button (pipeline.interfaces.listening.LOGOUT)
+    guarded = Guard(app, policy, login=True, refuse=refused)
     return SecurityHeaders(guarded)
 
 
@@ -333,7 +348,6 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4, allo
     import uvicorn
 
     from pipeline.core.config import settings
-    from pipeline.core.redact import redact_url
 
     # One line per failed page on stderr (the visitor reads a Polish message, never a traceback).
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -354,4 +368,4 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, pool_size: int = 4, allo
           + ("; every request needs the token (a browser: open the page once with ?token=…)" if policy.token else ""),
           file=sys.stderr, flush=True)
     app = build_app(Service(pool_size=pool_size), policy=policy)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+    uvicorn.Server(server_config(app, host, port, log_level="warning", access_log=False)).run()

@@ -10,18 +10,31 @@ from starlette.requests import Request
 from pipeline.core.act_id import parse_act_id
 from pipeline.core.errors import InvalidActId, UsageError
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_QUESTION_CHARS, check_question, check_text
-from pipeline.interfaces.listening import visible
+from pipeline.interfaces.listening import shown
+
+
+MAX_SHOWN = 1000  # characters of a message or detail the page shows
 
 
 class PageError(Exception):
     """What a visitor is told (Polish), with the HTTP status; ``detail`` is the library's own line. Both may
-    quote what the visitor sent: their control characters are shown escaped."""
+    quote what the visitor sent: their control characters are shown escaped. ``error_id``: the id of the
+    server log's line that holds what the page does not show (a server's failure); ``link``: a page that
+    still serves the visitor."""
 
-    def __init__(self, status: int, message: str, detail: str | None = None, retry_after: int | None = None) -> None:
-        message, detail = visible(message), visible(detail) if detail is not None else None
+    def __init__(self, status: int, message: str, detail: str | None = None, retry_after: int | None = None,
+                 error_id: str | None = None) -> None:
+        # What quotes the visitor is cut too (a 1 MB date in the check form came back whole).
+        message, detail = shown(message, MAX_SHOWN), shown(detail, MAX_SHOWN) if detail is not None else None
         super().__init__(message)
         self.status, self.message, self.detail = status, message, detail
-        self.retry_after = retry_after
+        self.retry_after, self.error_id = retry_after, error_id
+        self.link: str | None = None
+
+    @property
+    def line(self) -> str:
+        """The message with the error's id, as one line (the streamed answer's failure)."""
+        return f"{self.message} (numer błędu: {self.error_id})" if self.error_id else self.message
 
     @property
     def headers(self) -> dict[str, str]:
@@ -59,7 +72,7 @@ def date_value(value: str) -> dt.date | None:
             raise ValueError(value)
         return dt.date.fromisoformat(value)
     except ValueError:
-        raise PageError(400, f"Niepoprawna data: „{value}”. Podaj ją jako RRRR-MM-DD, np. 2025-01-01.") from None
+        raise PageError(400, f"Niepoprawna data: „{shown(value)}”. Podaj ją jako RRRR-MM-DD, np. 2025-01-01.") from None
 
 
 def acts_filter(request: Request) -> list[str]:
@@ -69,7 +82,7 @@ def acts_filter(request: Request) -> list[str]:
             try:
                 acts.append(str(parse_act_id(value.strip())))
             except InvalidActId:
-                raise PageError(400, f"Niepoprawny identyfikator aktu: „{value}” (np. DU/2025/277).") from None
+                raise PageError(400, f"Niepoprawny identyfikator aktu: „{shown(value)}” (np. DU/2025/277).") from None
     return acts
 
 
@@ -87,7 +100,7 @@ def version(request: Request) -> int | None:
         return None
     # ASCII digits only: str.isdigit() also takes "²", which int() refuses (a 500, not a 400).
     if not re.fullmatch(r"[0-9]{1,7}", value) or not 1 <= int(value) <= 1_000_000:
-        raise PageError(400, f"Niepoprawny numer wersji: „{value}”.")
+        raise PageError(400, f"Niepoprawny numer wersji: „{shown(value)}”.")
     return int(value)
 
 
