@@ -32,11 +32,14 @@ MAX_QUESTION_CHARS = 5000
 # not embedded (no vectors stored, mode text) weighs SEARCH_BASE_COST alone. Characters, not tokens: known before
 # any work (counting tokens is the tokeniser's work, and an HTTP model cannot count them here), and the embedding's
 # CPU grows with them (the local model, 2 cores: ~2.3 s of CPU for 250 characters, ~5.3 s for 2 000, the same for
-# 5 000 cut to 2 000). The searches running at once weigh at most the budget: PIPELINE_SEARCH_BUDGET, else
-# SEARCH_BUDGET_PER_CPU per core (at least twice that): two long questions and a few short ones, not a third long.
+# 5 000 cut to 2 000). The searches running at once in one process weigh at most SEARCH_BUDGET
+# (PIPELINE_SEARCH_BUDGET): one long question beside several short ones, not two long. Per process, not per core:
+# the local engine embeds one question at a time over every core (OpenMP), so a short question waits behind every
+# long one admitted (bench/load.py, 8 visitors + 8 sending long questions: short searches' p50 5.8 s with one long
+# admitted at a time, 14.0 s with two, 17.3 s counting requests; docs/benchmarks.md).
 SEARCH_BASE_COST = 250
 SEARCH_EMBEDDED_CHARS = 2000
-SEARCH_BUDGET_PER_CPU = 3000
+SEARCH_BUDGET = 4000
 
 # Chunks: the size of an article's parts (CHUNK_CHARS), the overlap between them (CHUNK_OVERLAP).
 DEFAULT_MAX_CHARS = 1200

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from pipeline.core.config import env_number
 from pipeline.core.errors import Busy
-from pipeline.core.limits import SEARCH_BASE_COST, SEARCH_BUDGET_PER_CPU, SEARCH_EMBEDDED_CHARS
+from pipeline.core.limits import SEARCH_BASE_COST, SEARCH_BUDGET, SEARCH_EMBEDDED_CHARS
 
 SEARCH_RETRY_AFTER = 1  # seconds: a search takes a fraction of one
 ANSWER_RETRY_AFTER = 10  # seconds: a model writes an answer in several
@@ -34,9 +34,9 @@ def search_limit() -> int:
 
 
 def search_budget() -> int:
-    """PIPELINE_SEARCH_BUDGET, else SEARCH_BUDGET_PER_CPU per core (at least twice that): what the searches
-    running at once may weigh together (:func:`search_cost`, pipeline.core.limits)."""
-    return limit_from_env("PIPELINE_SEARCH_BUDGET", per_cpu=SEARCH_BUDGET_PER_CPU, at_least=2 * SEARCH_BUDGET_PER_CPU)
+    """PIPELINE_SEARCH_BUDGET, else SEARCH_BUDGET: what the searches running at once in this process may weigh
+    together (:func:`search_cost`; pipeline.core.limits says why per process)."""
+    return int(env_number(os.environ, "PIPELINE_SEARCH_BUDGET", int) or SEARCH_BUDGET)
 
 
 def search_cost(question: str, *, embedded: bool) -> int:
