@@ -262,3 +262,28 @@ def test_a_check_stops_when_its_caller_has_left(stand_in_corpus_url):
             law.search("urlop na żądanie", stop=left)
         assert law.check("art. 154 k.p.").citations  # a caller who stays is served
 
+
+def test_a_search_stops_when_the_page_is_closed(stand_in_corpus_url):
+    """The visitor closes the page as soon as the search is asked: the page sees the disconnect, and the search
+    stops before its question is embedded (the question is nobody's any more)."""
+    import asyncio
+
+    model = Counting(delay=SLOW)
+    with Service(stand_in_corpus_url, embedder=model, warm=False) as law:
+        app = build_app(law, warm=False)
+        sent: list[dict] = []
+        messages = [{"type": "http.request", "body": b"", "more_body": False}, {"type": "http.disconnect"}]
+
+        async def receive() -> dict:
+            return messages.pop(0) if messages else await asyncio.Event().wait()  # type: ignore[func-returns-value]
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+                 "path": "/search", "raw_path": b"/search", "query_string": "q=urlop+na+%C5%BC%C4%85danie".encode(),
+                 "root_path": "", "headers": [(b"host", b"127.0.0.1:8000")], "client": ("127.0.0.1", 5000),
+                 "server": ("127.0.0.1", 8000)}
+        asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 499, sent[0]
+    assert model.calls == 0, "the question was embedded for a visitor who had left"
