@@ -287,3 +287,30 @@ def test_a_search_stops_when_the_page_is_closed(stand_in_corpus_url):
         asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 499, sent[0]
     assert model.calls == 0, "the question was embedded for a visitor who had left"
+
+
+def test_a_check_stops_when_the_mcp_client_cancels_it(stand_in_corpus_url):
+    """An MCP client gives up on a long check (its call is cancelled: notifications/cancelled): the check stops at
+    its next citation, and the pool's only connection serves an article at once instead of after the check."""
+    import anyio
+    from mcp import Client
+
+    from pipeline.interfaces.mcp_server import build_server
+
+    text = "art. 154 k.p. " * 7000  # 1 000 citations checked, each a few queries: seconds on one connection
+    with Service(stand_in_corpus_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as law:
+        law.show(KP, "154")
+        took: dict[str, float] = {}
+
+        async def main() -> None:
+            async with Client(build_server(law)) as client:
+                start = time.monotonic()
+                with anyio.move_on_after(1.0):
+                    await client.call_tool("check_citations", {"text": text})
+                took["check"] = time.monotonic() - start
+                await anyio.sleep(0.1)  # the cancellation reaches the server
+                took["article"] = await anyio.to_thread.run_sync(_timed, law.show, KP, "154")
+
+        anyio.run(main)
+    assert took["check"] < 2, f"the call was not given up: {took}"
+    assert took["article"] < 0.5, f"an article waited {took['article']:.2f}s for a check nobody awaited"
