@@ -2,6 +2,7 @@
 model, for 1, 8 and 32 visitors, one and two serving processes, on the primary and on a standby.
 
     python -m bench.load [--seconds 15] [--model-delay 3] [--code DIR] [--label after] [--standby] [--keep]
+                         [--long N] [--no-streams]
 
 Each visitor loops for ``--seconds``: a search (40 %), an article page (30 %), /acts (15 %) or an answer
 written whole (/answer, 15 %), each a whole GET over loopback HTTP; between them nothing (a worst case,
@@ -9,6 +10,10 @@ not a reader's pace) unless told to try again: then it waits the Retry-After it 
 loopback) taking ``--model-delay`` seconds an answer. With two processes a visitor's requests alternate
 between them, as a proxy would spread them. Then "8 answers streaming": 8 visitors keep
 /answer/stream busy while 4 read article pages and /acts: the issue's target is their p95 ≤ 100 ms.
+
+``--long N`` (issue 49): N more visitors each search with 5 000-character questions (the longest a face takes),
+the row "long" beside the short searches' "search": do short searches still pass while long ones run?
+``--no-streams`` leaves out the streaming run (a shorter run).
 
 A 503 with Retry-After (the service's limit: try again) is counted apart; any other failure is an error.
 ``--code DIR`` serves (and ingests) with the pipeline checked out in DIR (a `git worktree` of the commit
@@ -41,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the
 
 ACT = "DU/2019/914"
 MIX = [("search", 40), ("article", 30), ("acts", 15), ("answer", 15)]
-KINDS = [k for k, _ in MIX]
+KINDS = [*(k for k, _ in MIX), "long"]
 
 
 def bench_database(code: Path, label: str, keep: bool) -> str:
@@ -125,7 +130,7 @@ def articles_of(url: str) -> list[str]:
 def request(client: httpx.Client, base: str, kind: str, question: str, article: str) -> tuple[float, str]:
     """(seconds, outcome): "ok", "busy" (503, try again: the visitor waits Retry-After, as a page would ask
     a person to) or "error"."""
-    path, params = {"search": ("/search", {"q": question}), "article": (f"/acts/{ACT}/art/{article}", None),
+    path, params = {"search": ("/search", {"q": question}), "long": ("/search", {"q": long_question(question)}), "article": (f"/acts/{ACT}/art/{article}", None),
                     "acts": ("/acts", None), "answer": ("/answer", {"q": question}),
                     "stream": ("/answer/stream", {"q": question})}[kind]
     t0 = time.perf_counter()
@@ -144,9 +149,15 @@ def request(client: httpx.Client, base: str, kind: str, question: str, article: 
     return elapsed, "ok" if r.status_code == 200 else "error"
 
 
+def long_question(question: str) -> str:
+    """``question`` repeated to 5 000 characters (MAX_QUESTION_CHARS), cut at a word."""
+    return (question + " ") * (5000 // (len(question) + 1)) if len(question) < 2500 else question[:5000]
+
+
 def run(bases: list[str], visitors: int, seconds: float, questions: list[str], articles: list[str],
-        kinds: list[tuple[str, int]] = MIX, seed: int = 0) -> tuple[dict, float]:
-    """Each visitor loops over ``kinds`` for ``seconds``: {kind: [(seconds, outcome)]}, wall time."""
+        kinds: list[tuple[str, int]] = MIX, seed: int = 0, long: int = 0) -> tuple[dict, float]:
+    """Each visitor loops over ``kinds`` for ``seconds`` (``long`` more visitors over long searches alone):
+    {kind: [(seconds, outcome)]}, wall time."""
     end = time.monotonic() + seconds
 
     def visitor(v: int) -> list[tuple[str, float, str]]:
@@ -155,7 +166,7 @@ def run(bases: list[str], visitors: int, seconds: float, questions: list[str], a
         with httpx.Client(timeout=120) as client:
             i = 0
             while time.monotonic() < end:
-                kind = rng.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
+                kind = "long" if v >= visitors else rng.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
                 base = bases[(v + i) % len(bases)]
                 took, outcome = request(client, base, kind, rng.choice(questions), rng.choice(articles))
                 done.append((kind, took, outcome))
@@ -163,8 +174,8 @@ def run(bases: list[str], visitors: int, seconds: float, questions: list[str], a
         return done
 
     t0 = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(visitors) as pool:
-        results = [r for rs in pool.map(visitor, range(visitors)) for r in rs]
+    with concurrent.futures.ThreadPoolExecutor(visitors + long) as pool:
+        results = [r for rs in pool.map(visitor, range(visitors + long)) for r in rs]
     wall = time.perf_counter() - t0
     by_kind: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for kind, took, outcome in results:
@@ -197,6 +208,8 @@ def main() -> None:
     p.add_argument("--label", default="after", help="names this code's database and rows")
     p.add_argument("--standby", action="store_true", help="serve from a streaming standby (`pipeline db replica`)")
     p.add_argument("--keep", action="store_true", help="reuse the database of a previous run")
+    p.add_argument("--long", type=int, default=0, help="more visitors, each searching with 5 000-character questions")
+    p.add_argument("--no-streams", action="store_true", help="leave out the run of 8 streaming answers")
     args = p.parse_args()
 
     from chat_stand_in import ChatStandIn
@@ -229,8 +242,12 @@ def main() -> None:
             try:
                 run(bases, 2, 3, questions, articles, [("search", 1), ("article", 1)])  # warm: model, dictionary, plans
                 for visitors in [int(x) for x in args.visitors.split(",")]:
-                    by_kind, wall = run(bases, visitors, args.seconds, questions, articles, seed=visitors)
-                    print("\n".join(row(f"{args.label} {where} {n}p {visitors}v", by_kind, wall)), flush=True)
+                    by_kind, wall = run(bases, visitors, args.seconds, questions, articles, seed=visitors,
+                                        long=args.long)
+                    long = f" + {args.long} long" if args.long else ""
+                    print("\n".join(row(f"{args.label} {where} {n}p {visitors}v{long}", by_kind, wall)), flush=True)
+                if args.no_streams:
+                    continue
                 # 8 visitors keep answers streaming while 4 read articles and /acts.
                 with concurrent.futures.ThreadPoolExecutor(2) as both:
                     streams = both.submit(run, bases, 8, args.seconds, questions, articles, [("stream", 1)], 7)

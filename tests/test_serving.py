@@ -172,3 +172,145 @@ def test_the_local_model_counts_its_tokens_and_cuts_at_a_word():
     assert model.token_count(cut) <= 512 < model.token_count(cut + " pracownicy")
     assert question.startswith(cut) and question[len(cut)] == " "
     assert fit_query(model, QUESTION) == QUESTION
+
+
+# --- issue 49: admission by cost, no embedding for nothing, no connection held for CPU work -----------------
+
+LONG = ("Czy pracodawca może odmówić urlopu na żądanie, gdy pracownik zgłosił wniosek rano? " * 60)[:4800]
+
+
+class Counting(StandInEmbedder):
+    """The stand-in model, counting the questions it embedded; ``started`` is released when one begins, and each
+    takes ``delay`` seconds (a model on a busy CPU)."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        super().__init__()
+        self.delay, self.calls = delay, 0
+        self.started = threading.Semaphore(0)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.calls += 1
+        self.started.release()
+        time.sleep(self.delay)
+        return super().embed_query(text)
+
+
+def test_a_question_is_not_embedded_where_no_vector_is_stored(_corpus_text):
+    """The corpus stored without vectors: a search finds nothing to compare a question's vector with, so the
+    question is never embedded (a 5 000-character one cost seconds of CPU for nothing); the page's search runs
+    the text arm and says so, the others are told to run pipeline embed, before any CPU is spent."""
+    from pipeline.core.errors import NoVectors
+
+    model = Counting()
+    with Service(_corpus_text, embedder=model, pool_size=1, warm=False) as law:
+        found = law.search(LONG, text_if_no_vectors=True)
+        assert found.mode == "text" and found.hits
+        assert found.warnings[0].endswith("searched the text alone")
+        with pytest.raises(NoVectors, match="run pipeline embed"):
+            law.search(LONG)
+        with pytest.raises(NoVectors, match="run pipeline embed"):
+            law.ask(LONG, offline=True)
+        assert model.calls == 0, f"{model.calls} questions embedded with no vector stored to compare them with"
+        assert law.searches.spent == 0  # every slot given back
+
+
+def test_admission_weighs_a_question_by_its_cost(stand_in_corpus_url):
+    """Two long questions fill most of the budget: a short question still passes, a third long one is refused
+    at once (Busy, with Retry-After), while the count of searches (8) is far from reached."""
+    model = Counting(delay=SLOW)
+    with Service(stand_in_corpus_url, embedder=model, warm=False, max_searches=8, search_budget=5000) as law:
+        law.show(KP, "154")
+        running = [_in_thread(law.search, LONG, k=3) for _ in range(2)]
+        assert model.started.acquire(timeout=10) and model.started.acquire(timeout=10)
+        start = time.monotonic()
+        with pytest.raises(Busy) as refused:
+            law.search(LONG, k=3)
+        took = time.monotonic() - start
+        assert law.search("urlop na żądanie", k=3).hits  # a short one: admitted beside the two long ones
+        for thread, out in running:
+            thread.join(30)
+            assert "error" not in out, out.get("error")
+        assert law.search(LONG, k=3).hits  # the budget is free again
+    assert took < SLOW / 2 and refused.value.retry_after >= 1
+    assert "a long question weighs more" in str(refused.value)
+
+
+def test_a_check_finds_its_citations_with_no_connection_held(stand_in_corpus_url):
+    """Finding a text's citations is CPU alone (~1 s for 100 000 characters of "art. 1 "): a pool of one
+    connection serves an article page meanwhile."""
+    text = "art. 1 " * 14000
+    with Service(stand_in_corpus_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as law:
+        law.show(KP, "154")
+        thread, out = _in_thread(law.check, text)
+        time.sleep(0.1)
+        took = _timed(law.show, KP, "154")
+        checking = thread.is_alive()
+        thread.join(60)
+    assert "error" not in out, out.get("error")
+    assert checking and took < 0.5, f"an article waited {took:.2f}s for a check's citation finder"
+
+
+def test_a_check_stops_when_its_caller_has_left(stand_in_corpus_url):
+    from pipeline.core.errors import Cancelled
+
+    left = threading.Event()
+    left.set()
+    with Service(stand_in_corpus_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as law:
+        with pytest.raises(Cancelled):
+            law.check("art. 154 k.p. i art. 155 k.p.", stop=left)
+        with pytest.raises(Cancelled):
+            law.search("urlop na żądanie", stop=left)
+        assert law.check("art. 154 k.p.").citations  # a caller who stays is served
+
+
+def test_a_search_stops_when_the_page_is_closed(stand_in_corpus_url):
+    """The visitor closes the page as soon as the search is asked: the page sees the disconnect, and the search
+    stops before its question is embedded (the question is nobody's any more)."""
+    import asyncio
+
+    model = Counting(delay=SLOW)
+    with Service(stand_in_corpus_url, embedder=model, warm=False) as law:
+        app = build_app(law, warm=False)
+        sent: list[dict] = []
+        messages = [{"type": "http.request", "body": b"", "more_body": False}, {"type": "http.disconnect"}]
+
+        async def receive() -> dict:
+            return messages.pop(0) if messages else await asyncio.Event().wait()  # type: ignore[func-returns-value]
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+                 "path": "/search", "raw_path": b"/search", "query_string": "q=urlop+na+%C5%BC%C4%85danie".encode(),
+                 "root_path": "", "headers": [(b"host", b"127.0.0.1:8000")], "client": ("127.0.0.1", 5000),
+                 "server": ("127.0.0.1", 8000)}
+        asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 499, sent[0]
+    assert model.calls == 0, "the question was embedded for a visitor who had left"
+
+
+def test_a_check_stops_when_the_mcp_client_cancels_it(stand_in_corpus_url):
+    """An MCP client gives up on a long check (its call is cancelled: notifications/cancelled): the check stops at
+    its next citation, and the pool's only connection serves an article at once instead of after the check."""
+    import anyio
+    from mcp import Client
+
+    from pipeline.interfaces.mcp_server import build_server
+
+    text = "art. 154 k.p. " * 7000  # 1 000 citations checked, each a few queries: seconds on one connection
+    with Service(stand_in_corpus_url, embedder=StandInEmbedder(), pool_size=1, warm=False) as law:
+        law.show(KP, "154")
+        took: dict[str, float] = {}
+
+        async def main() -> None:
+            async with Client(build_server(law)) as client:
+                start = time.monotonic()
+                with anyio.move_on_after(1.0):
+                    await client.call_tool("check_citations", {"text": text})
+                took["check"] = time.monotonic() - start
+                await anyio.sleep(0.1)  # the cancellation reaches the server
+                took["article"] = await anyio.to_thread.run_sync(_timed, law.show, KP, "154")
+
+        anyio.run(main)
+    assert took["check"] < 2, f"the call was not given up: {took}"
+    assert took["article"] < 0.5, f"an article waited {took['article']:.2f}s for a check nobody awaited"

@@ -35,7 +35,7 @@ from pipeline.embedders import Embedder
 from pipeline.retrieval.context import context_for
 from pipeline.retrieval.refusal import Refusal, decide
 from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
-                                       query_vectors, search_gaps, still_embedding, thesaurus_expansion, with_units)
+                                       query_vectors, search_gaps, still_embedding, to_embed, with_units)
 from pipeline.storage import currency
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def retrieve(conn: psycopg.Connection, embedder: Embedder, question: str, *, as_
     settings = replace(settings, mode="hybrid")  # an answer reads every arm: the refusal rule weighs them
     if vectors is None:  # embedded here, on the connection's time (pipeline.Service.ask embeds before it takes one)
         check_search(searched, embedder, as_of=as_of, scope=scope, settings=settings)
-        vectors = query_vectors(embedder, searched, "hybrid", expansion=thesaurus_expansion(conn, searched))
+        vectors = query_vectors(embedder, searched, to_embed(conn, embedder, searched, settings))
     hits = checked_search(conn, searched, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
     hits = with_units(conn, hits, as_of)
     currencies = currency.for_acts(conn, [h.act for h in hits], as_of)

@@ -73,6 +73,10 @@ class Busy(PipelineError, RuntimeError):
         self.retry_after = retry_after
 
 
+class Cancelled(PipelineError, RuntimeError):
+    """The caller left (a page's visitor, an MCP client's cancelled request): the work stopped, nobody reads it."""
+
+
 class EmbedderError(PipelineError, RuntimeError):
     """A one-line, user-facing embedding failure (bad config, server down, missing model)."""
 

@@ -26,6 +26,21 @@ CONTEXT_ITEM_CHARS = 800
 # Polish), and tokenising 100k characters took the local model ~30 s before it cut them.
 MAX_QUESTION_CHARS = 5000
 
+# Admission by cost (issue 49): a search is weighed in characters of its question that the embedding model reads,
+# at most SEARCH_EMBEDDED_CHARS (~512 tokens of Polish: where the models stop reading, and a longer question is cut
+# before it is embedded), plus SEARCH_BASE_COST for the rest (the SQL, the model call's fixed part); a question
+# not embedded (no vectors stored, mode text) weighs SEARCH_BASE_COST alone. Characters, not tokens: known before
+# any work (counting tokens is the tokeniser's work, and an HTTP model cannot count them here), and the embedding's
+# CPU grows with them (the local model, 2 cores: ~2.3 s of CPU for 250 characters, ~5.3 s for 2 000, the same for
+# 5 000 cut to 2 000). The searches running at once in one process weigh at most SEARCH_BUDGET
+# (PIPELINE_SEARCH_BUDGET): one long question beside several short ones, not two long. Per process, not per core:
+# the local engine embeds one question at a time over every core (OpenMP), so a short question waits behind every
+# long one admitted (bench/load.py, 8 visitors + 8 sending long questions: short searches' p50 5.8 s with one long
+# admitted at a time, 14.0 s with two, 17.3 s counting requests; docs/benchmarks.md).
+SEARCH_BASE_COST = 250
+SEARCH_EMBEDDED_CHARS = 2000
+SEARCH_BUDGET = 4000
+
 # Chunks: the size of an article's parts (CHUNK_CHARS), the overlap between them (CHUNK_OVERLAP).
 DEFAULT_MAX_CHARS = 1200
 DEFAULT_OVERLAP = 200

@@ -12,10 +12,10 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
@@ -35,6 +35,8 @@ from pipeline.service import ActQuery, Service
 from pipeline.service.results import OPEN, ActRecord, ArticleRecord, CitationRecord, FoundActRecord, HitRecord
 from pipeline.interfaces.listening import (Guard, Policy, SecurityHeaders, check_port, exposure_warning, policy_for,
                                            server_config)
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,19 @@ def _reported_as(error: type[Exception]) -> Iterator[None]:
         if not is_for_the_user(exc):
             raise
         raise error(one_line(exc)) from exc
+
+
+async def _until_cancelled(call: Callable[[threading.Event], T]) -> T:
+    """``call(stop)`` in a worker thread, as the SDK runs a tool that is not async; where the client cancels the
+    request (``notifications/cancelled``) or goes, ``stop`` is set: a search, a check or an answer stops at its
+    next step (the service raises Cancelled, which nobody reads) instead of computing for nobody."""
+    import anyio.to_thread
+
+    stop = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(lambda: call(stop), abandon_on_cancel=True)
+    finally:
+        stop.set()
 
 
 def _validation_line(exc: ValidationError) -> str:
@@ -290,7 +305,7 @@ def build_server(service: Service) -> MCPServer:
 
     @server.tool(name="search_law", title="Szukaj w ustawach / search the law", description=SEARCH_DESCRIPTION,
                  annotations=READS_STORED_LAW)
-    def search_law(
+    async def search_law(
         query: Annotated[str, Field(description="Pytanie lub temat po polsku / the question or topic, in Polish")],
         k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many articles")] = 5,
         acts: Annotated[list[str] | None, Field(description="only these ELI ids, e.g. ['DU/2025/277']")] = None,
@@ -299,7 +314,8 @@ def build_server(service: Service) -> MCPServer:
                                                 "sparse (learned word features; the local model only)")] = "hybrid",
     ) -> SearchResult:
         with _reported_as(ToolError):
-            found = service.search(query, k=k, mode=mode, acts=acts, as_of=as_of)
+            found = await _until_cancelled(lambda stop: service.search(query, k=k, mode=mode, acts=acts, as_of=as_of,
+                                                                       stop=stop))
         return found.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.tool(name="get_article", title="Tekst artykułu / article text", description=GET_ARTICLE_DESCRIPTION,
@@ -325,13 +341,14 @@ def build_server(service: Service) -> MCPServer:
 
     @server.tool(name="check_citations", title="Sprawdź cytowania / check citations", description=CHECK_DESCRIPTION,
                  annotations=READS_STORED_LAW)
-    def check_citations(
+    async def check_citations(
         text: Annotated[str, Field(min_length=1, max_length=MAX_CHECK_CHARS,
                                    description="a Polish text citing provisions: a letter, a brief, your own answer")],
         as_of: Annotated[dt.date | None, Field(description="check against the law in force on this date (YYYY-MM-DD)")] = None,
     ) -> CheckResult:
         with _reported_as(ToolError):
-            return service.check(text, as_of=as_of).to_dict()  # type: ignore[return-value]  # the record, a plain dict
+            checked = await _until_cancelled(lambda stop: service.check(text, as_of=as_of, stop=stop))
+            return checked.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.tool(name="compare_versions", title="Zmiany artykułu / how an article changed",
                  description=COMPARE_DESCRIPTION, annotations=READS_STORED_LAW)
@@ -372,14 +389,15 @@ def build_server(service: Service) -> MCPServer:
         @server.tool(name="answer", title="Odpowiedź z cytatami / cited answer", description=ANSWER_DESCRIPTION,
                      annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False,
                                                  open_world_hint=True))
-        def answer(
+        async def answer(
             question: Annotated[str, Field(description="Pytanie po polsku / the question, in Polish")],
             k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many fragments the model gets")] = 5,
             acts: Annotated[list[str] | None, Field(description="only these ELI ids")] = None,
             as_of: Annotated[dt.date | None, Field(description="texts in force on this date (YYYY-MM-DD)")] = None,
         ) -> AnswerResult:
             with _reported_as(ToolError):
-                asked = service.ask(question, k=k, acts=acts, as_of=as_of, stream=False)
+                asked = await _until_cancelled(lambda stop: service.ask(question, k=k, acts=acts, as_of=as_of,
+                                                                        stream=False, stop=stop))
             return asked.to_dict()  # type: ignore[return-value]  # the record, a plain dict
 
     @server.resource("law://acts", name="acts", mime_type="application/json",

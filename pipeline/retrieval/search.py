@@ -187,19 +187,57 @@ def needs_expansion(embedder: Embedder | None, mode: str) -> bool:
     return embedder is not None and mode in ("hybrid", "vector")
 
 
-def query_vectors(embedder: Embedder | None, query: str, mode: str, *, expansion: str | None = None) -> QueryVectors:
-    """The question embedded for the arms ``mode`` uses: dense (with ``expansion``, from
-    :func:`thesaurus_expansion`, appended) and sparse (as asked), each cut to what the model reads."""
+@dataclass(frozen=True)
+class ToEmbed:
+    """What a search embeds of its question, read from the database before any CPU is spent on it (issue 49):
+    the dense vector where the model has vectors stored, the sparse one where it has sparse vectors too, each
+    only for the arms the mode reads; and the thesaurus' expansion the dense one appends. Nothing in mode text."""
+
+    dense: bool = False
+    sparse: bool = False
+    expansion: str | None = None
+    text_only: bool = False  # no vector to compare with yet, and the background worker computes them: text alone
+
+    @property
+    def anything(self) -> bool:
+        return self.dense or self.sparse
+
+
+@read_only
+def to_embed(conn: psycopg.Connection, embedder: Embedder | None, query: str, settings: SearchSettings) -> ToEmbed:
+    """What :func:`query_vectors` should embed for a search of ``query`` in ``settings.mode``. Where the mode's own
+    arm has no stored vector this raises search_chunks' own error (NoVectors: 'run pipeline embed'), before the
+    question is embedded: a 5 000-character question cost seconds of CPU to find nothing to compare it with."""
+    mode = settings.mode
     if embedder is None or mode == "text":
+        return ToEmbed()
+    dense, sparse = one_row(conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM embedding_models WHERE model = %(m)s), "
+        "EXISTS (SELECT 1 FROM sparse_models WHERE model = %(m)s)", {"m": embedder.name}))
+    if mode in ("hybrid", "vector") and not dense:
+        if mode == "hybrid" and embedding_in_progress(conn):
+            return ToEmbed(text_only=True)  # the worker computes the first vectors: the text arm until they land
+        raise _no_vectors(conn, embedder.name)
+    if mode == "sparse" and not sparse:
+        raise _no_sparse_vectors(embedder.name)
+    dense = dense and needs_expansion(embedder, mode)
+    sparse = sparse and sparse_arm(embedder, mode) is not None
+    return ToEmbed(dense, sparse, thesaurus_expansion(conn, query) if dense and settings.expand else None)
+
+
+def query_vectors(embedder: Embedder | None, query: str, embed: ToEmbed) -> QueryVectors:
+    """The question embedded as :func:`to_embed` said: dense (with the thesaurus' expansion appended) and
+    sparse, each cut to what the model reads (pipeline.embedders.fit_query) before it is embedded."""
+    if embedder is None or not embed.anything:
         return QueryVectors(None)
     dense = sparse = None
     cut = len(query)
-    if needs_expansion(embedder, mode):
-        suffix = f" ({expansion})" if expansion else ""
+    if embed.dense:
+        suffix = f" ({embed.expansion})" if embed.expansion else ""
         fitted = fit_query(embedder, query, suffix)
         cut = min(cut, len(fitted))
         dense = embedder.embed_query(fitted + suffix)
-    if (head := sparse_arm(embedder, mode)) is not None:
+    if embed.sparse and (head := sparse_head(embedder)) is not None:
         # The question as asked: appending the thesaurus' statutory wording, as the dense arm does,
         # helped the sparse arm alone and hurt the fusion (docs/retrieval.md, round 4).
         fitted = fit_query(embedder, query)
@@ -208,18 +246,26 @@ def query_vectors(embedder: Embedder | None, query: str, mode: str, *, expansion
     return QueryVectors(embedder.name, dense, sparse, cut if cut < len(query) else None)
 
 
+def _no_vectors(conn: psycopg.Connection, model: str) -> PipelineError:
+    """What a search that needs ``model``'s vectors is told where none is stored: a state of the data, with what to run."""
+    if not one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)"))[0]:
+        return DatabaseError("no act is stored in this database yet: run pipeline ingest")
+    return NoVectors(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
+
+
+def _no_sparse_vectors(model: str | None) -> PipelineError:
+    return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
+
+
 def _search_chunks_error(conn: psycopg.Connection, exc: psycopg.Error, model: str | None) -> PipelineError:
     """One of search_chunks' own checks as the library's error: a state of the data (what to run) or a
     wrong call."""
     message = exc.diag.message_primary or str(exc)
     if message.startswith("no embeddings for model"):
         with reading(conn):  # the search's transaction has ended: a read of its own
-            stored = one_row(conn.execute("SELECT EXISTS (SELECT 1 FROM chunks)"))[0]
-        if not stored:
-            return DatabaseError("no act is stored in this database yet: run pipeline ingest")
-        return NoVectors(f"no stored text has a {model} vector yet: run pipeline embed, or search with --mode text")
+            return _no_vectors(conn, model or "")
     if message.startswith("no sparse vectors for model"):
-        return DatabaseError(f"no stored text has a {model} sparse vector yet: run pipeline embed")
+        return _no_sparse_vectors(model)
     return UsageError(message)
 
 
@@ -290,9 +336,13 @@ def search(conn: psycopg.Connection, query: str, embedder: Embedder | None, *, a
         with reading(conn):
             eli_ids = require_acts(conn, list(acts)) if acts else None  # an unknown act is an error, not zero hits
             if vectors is None:
-                expansion = thesaurus_expansion(conn, query) if settings.expand and needs_expansion(embedder, mode) \
-                    else None
-                vectors = query_vectors(embedder, query, mode, expansion=expansion)
+                todo = to_embed(conn, embedder, query, settings)
+                if todo.text_only:
+                    return search(conn, query, None, as_of=as_of, scope=scope, settings=replace(settings, mode="text"))
+                vectors = query_vectors(embedder, query, todo)
+            elif mode == "hybrid" and vectors.dense is None and embedder is not None and embedding_in_progress(conn):
+                # embedded by the caller as to_embed said: nothing yet, the worker computes the first vectors
+                return search(conn, query, None, as_of=as_of, scope=scope, settings=replace(settings, mode="text"))
             vector, sparse = vectors.dense, vectors.sparse
             hits = conn.cursor(row_factory=class_row(Hit)).execute(
                 """

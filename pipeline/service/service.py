@@ -18,15 +18,16 @@ import contextlib
 import datetime as dt
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 
 from pipeline.core.config import Settings, settings
-from pipeline.core.errors import DatabaseError, EvalError, IngestError, NoVectors, UsageError, one_line
+from pipeline.core.errors import Cancelled, DatabaseError, EvalError, IngestError, NoVectors, UsageError, one_line
 from pipeline.core.redact import redact_url
-from pipeline.core.limits import FIND_LIMIT, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
+from pipeline.core.limits import FIND_LIMIT, MAX_CHECK_CITATIONS, MAX_FIND_LIMIT, READER_CONNECTION_LIMIT, \
     READER_STATEMENT_TIMEOUT, check_text
 from pipeline.embedders import Embedder, configured_model, embedder_from_env
 from pipeline.indexing import embed, find, sync, worker
@@ -37,15 +38,15 @@ from pipeline.indexing.request import IngestEvents, IngestRequest
 from pipeline.indexing.sync import SyncReport, SyncResult
 from pipeline.retrieval import evaluate
 from pipeline.retrieval.refusal import search_warning
-from pipeline.retrieval.search import (Hit, QueryVectors, Scope, SearchSettings, check_search, checked_search,
-                                       needs_expansion, query_vectors, search_gaps, still_embedding, thesaurus_expansion,
-                                       with_currency)
+from pipeline.retrieval.search import (Hit, Scope, SearchSettings, ToEmbed, check_search, checked_search,
+                                       query_vectors, search_gaps, still_embedding, to_embed, with_currency)
 from pipeline.service import gate
 from pipeline.service import status as health
 from pipeline.service.gate import Gate
 from pipeline.service.pool import ConnectionPool
 from pipeline.service.results import (ActRecord, ArticleRecord, Checked, CitationRecord, Found, FoundActs, PickRecord,
                                       act_record, article_record, found_act_record, pick_record)
+from pipeline.sources import citations as finder
 from pipeline.sources.fetch import EliClient
 from pipeline.storage import articles, citations, context, currency, db, history, schema, store, verify
 from pipeline.storage.runs import RunLog
@@ -70,6 +71,8 @@ class Service:
     configured answer model (ANSWER_* / OPENROUTER_API_KEY). ``pool_size``: connections used at once
     (a server's concurrent callers; a CLI command needs one). ``warm``: load the Polish dictionary on
     each new connection (a server's first search then costs the query, not ~1 s).
+    ``max_searches``, ``search_budget``, ``max_answers``: what runs at once (pipeline.service.gate; None: the
+    environment's, else per core).
 
     Safe to share between threads: each call takes a connection of its own.
     """
@@ -77,7 +80,8 @@ class Service:
     def __init__(self, database_url: str | None = None, *, embedder: Embedder | None = None,
                  answer_config: ChatConfig | None = None, pool_size: int = 4, warm: bool = True,
                  config: Settings | None = None, max_searches: int | None = None,
-                 max_answers: int | None = None, read_urls: Sequence[str] | None = None) -> None:
+                 max_answers: int | None = None, read_urls: Sequence[str] | None = None,
+                 search_budget: int | None = None) -> None:
         self.settings = config or settings()
         self._url = database_url
         self.pool = ConnectionPool(database_url, size=pool_size, warm=warm)  # the primary: writes
@@ -91,8 +95,8 @@ class Service:
         self._answer_config = answer_config
         # Searches and answers at once (PIPELINE_MAX_SEARCHES / PIPELINE_MAX_ANSWERS, else from the CPUs):
         # one more is refused with Busy, at once (pipeline.service.gate).
-        self.searches = Gate("searches", max_searches or gate.search_limit(),
-                             retry_after=gate.SEARCH_RETRY_AFTER)
+        self.searches = Gate("searches", max_searches or gate.search_limit(), retry_after=gate.SEARCH_RETRY_AFTER,
+                             budget=search_budget or gate.search_budget())
         self.answers = Gate("answers", max_answers or gate.answer_limit(),
                             retry_after=gate.ANSWER_RETRY_AFTER)
 
@@ -146,59 +150,63 @@ class Service:
     # --- reading ------------------------------------------------------------------------------
 
     def search(self, query: str, *, k: int = 5, mode: str = "hybrid", acts: Sequence[str] | None = None,
-               as_of: dt.date | None = None, include_repealed: bool = False, text_if_no_vectors: bool = False) -> Found:
+               as_of: dt.date | None = None, include_repealed: bool = False, text_if_no_vectors: bool = False,
+               stop: threading.Event | None = None) -> Found:
         """The top-k articles for ``query`` (pipeline.retrieval.search), each with its act's currency,
         and the warnings a reader must see: texts without vectors, acts with no text on ``as_of``, a
         question cut to what the model reads, and the line that `ask` would refuse these hits.
-        ``text_if_no_vectors``: where no stored text has a vector yet, search the text alone and say so
-        (the page: a reader cannot run `pipeline embed`). More searches at once than the service allows:
-        Busy."""
-        with self.searches.slot():
-            try:
-                return self._search(query, k=k, mode=mode, acts=acts, as_of=as_of, include_repealed=include_repealed)
-            except NoVectors as exc:
-                if not text_if_no_vectors or mode != "hybrid":
-                    raise
-                found = self._search(query, k=k, mode="text", acts=acts, as_of=as_of,
-                                     include_repealed=include_repealed)
-                found.warnings.insert(0, f"{exc}: searched the text alone")
-                return found
-
-    def _search(self, query: str, *, k: int, mode: str, acts: Sequence[str] | None, as_of: dt.date | None,
-                include_repealed: bool) -> Found:
+        ``text_if_no_vectors``: where no stored text has a vector yet, search the text alone (the question is
+        not embedded) and say so (the page: a reader cannot run `pipeline embed`). The searches running at once
+        may weigh at most the service's budget (pipeline.service.gate.search_cost: a long question weighs more);
+        over it: Busy. ``stop`` set (the caller left): Cancelled before the next step."""
         embedder = self.embedder() if mode != "text" else None
         scope, settings = Scope(acts, include_repealed), SearchSettings(k=k, mode=mode)  # type: ignore[arg-type]  # Scope refuses a string, takes any sequence
         check_search(query, embedder, as_of=as_of, scope=scope, settings=settings)
-        vectors = self._query_vectors(query, embedder, mode)
+        warnings: list[str] = []
+        try:
+            todo = self._to_embed(query, embedder, settings)
+        except NoVectors as exc:
+            if not text_if_no_vectors or mode != "hybrid":
+                raise
+            embedder, settings, todo = None, replace(settings, mode="text"), ToEmbed()
+            warnings.append(f"{exc}: searched the text alone")
+        with self.searches.slot(gate.search_cost(query, embedded=todo.anything)):
+            _go_on(stop)
+            vectors = query_vectors(embedder, query, todo)
+            _go_on(stop)
 
-        def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str], bool]:
-            hits = checked_search(conn, query, embedder, as_of=as_of, scope=scope, settings=settings, vectors=vectors)
-            return (with_currency(conn, hits, as_of), search_gaps(conn, embedder, mode, acts or (), as_of),
-                    still_embedding(conn, embedder, acts or (), as_of))
+            def run(conn: psycopg.Connection) -> tuple[list[Hit], list[str], bool]:
+                hits = checked_search(conn, query, embedder, as_of=as_of, scope=scope, settings=settings,
+                                      vectors=vectors)
+                return (with_currency(conn, hits, as_of), search_gaps(conn, embedder, settings.mode, acts or (), as_of),
+                        still_embedding(conn, embedder, acts or (), as_of))
 
-        hits, warnings, embedding = self.reads.run(run)
+            hits, gaps, embedding = self.reads.run(run)
+        warnings += gaps
         if cut := vectors.warning(query):
             warnings.append(cut)
         # the rule ask applies: hits this far off answer nothing
-        if refusal := search_warning(hits, embedder, mode, embedding=embedding):
+        if refusal := search_warning(hits, embedder, settings.mode, embedding=embedding):
             warnings.append(refusal)
-        return Found(query, mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
+        return Found(query, settings.mode, as_of, list(acts) if acts else None, hits, warnings, refusal)
 
-    def _query_vectors(self, query: str, embedder: Embedder | None, mode: str) -> QueryVectors:
-        """The question embedded with no connection held: one held only for the thesaurus' expansion."""
-        expansion = None
-        if needs_expansion(embedder, mode):
-            expansion = self.reads.run(lambda conn: thesaurus_expansion(conn, query))
-        return query_vectors(embedder, query, mode, expansion=expansion)
+    def _to_embed(self, query: str, embedder: Embedder | None, settings: SearchSettings) -> ToEmbed:
+        """What the question's embedding needs from the database (vectors stored, the thesaurus' expansion), read
+        before it is embedded, on a connection held for that read only; NoVectors where nothing could match."""
+        if embedder is None or settings.mode == "text":
+            return ToEmbed()
+        return self.reads.run(lambda conn: to_embed(conn, embedder, query, settings))
 
     def ask(self, question: str, *, k: int = 5, acts: Sequence[str] | None = None, as_of: dt.date | None = None,
             include_repealed: bool = False, rewrite: bool = False, offline: bool = False, stream: bool = True,
             on_rewrite: Callable[[str], None] | None = None,
             on_fragments: Callable[[list[Fragment]], None] | None = None,
-            on_token: Callable[[str], None] | None = None) -> Asked:
+            on_token: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> Asked:
         """Retrieve, then answer with the configured model (or offline: the best cited sentences), or
         refuse (pipeline.answering.answer). A connection is held for the SQL only: not while the question is
-        rewritten or embedded, nor while the model writes. More answers at once than the service allows: Busy."""
+        rewritten or embedded, nor while the model writes. More answers at once than the service allows: Busy;
+        the retrieval is a search and weighs as one against the searches' budget (Busy too). ``stop`` set (the
+        caller left): Cancelled before the model is asked."""
         from pipeline.answering.answer import AnswerEvents, answer_retrieved, check_ask, retrieve, searched_question
 
         config = self.answer_config
@@ -206,11 +214,14 @@ class Service:
         with self.answers.slot():
             embedder = self.embedder()
             searched = searched_question(question, config, rewrite=rewrite, on_rewrite=on_rewrite)
-            scope, settings = Scope(acts, include_repealed), SearchSettings(k=k)  # type: ignore[arg-type]  # as in _search
+            scope, settings = Scope(acts, include_repealed), SearchSettings(k=k)  # type: ignore[arg-type]  # as in search
             check_search(searched, embedder, as_of=as_of, scope=scope, settings=settings)
-            vectors = self._query_vectors(searched, embedder, "hybrid")
-            found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, as_of=as_of,
-                                                        scope=scope, settings=settings, vectors=vectors))
+            todo = self._to_embed(searched, embedder, settings)
+            with self.searches.slot(gate.search_cost(searched, embedded=todo.anything)):
+                vectors = query_vectors(embedder, searched, todo)
+                found = self.reads.run(lambda conn: retrieve(conn, embedder, question, searched=searched, as_of=as_of,
+                                                            scope=scope, settings=settings, vectors=vectors))
+            _go_on(stop)
             return answer_retrieved(found, config, as_of=as_of, offline=offline, stream=stream,
                                     events=AnswerEvents(on_rewrite, on_fragments, on_token))
 
@@ -244,13 +255,17 @@ class Service:
         stored changes give on its date, and each date its footnotes give against the stored instruction's."""
         return self.reads.run(lambda conn: verify.verify(conn, list(acts), show=show))
 
-    def check(self, text: str, *, as_of: dt.date | None = None) -> Checked:
+    def check(self, text: str, *, as_of: dt.date | None = None, stop: threading.Event | None = None) -> Checked:
         """Every citation of ``text`` (a letter, a brief, an answer) checked against the stored acts: does
         the cited article and unit exist in the text in force on ``as_of`` (None: today), and is it in force
         then (:class:`results.Checked`; pipeline.storage.citations)? At most MAX_CHECK_CITATIONS of them, the
-        rest counted (``not_checked``); the text is refused as :func:`limits.check_text` says."""
+        rest counted (``not_checked``); the text is refused as :func:`limits.check_text` says. ``stop`` set (the
+        caller left): Cancelled, checked between citations."""
         check_text(text)
-        records, not_checked = self.reads.run(lambda conn: citations.check(conn, text, as_of=as_of))
+        # Finding the citations is CPU alone (a long text: a second or more): done with no connection held.
+        cited = finder.found_in(text, MAX_CHECK_CITATIONS)
+        _go_on(stop)
+        records, not_checked = self.reads.run(lambda conn: citations.check(conn, text, cited, as_of=as_of, stop=stop))
         # storage.citations builds these records (a layer below, it cannot name the TypedDict)
         return Checked(as_of, cast("list[CitationRecord]", records), not_checked)
 
@@ -482,6 +497,12 @@ class Service:
         url = db.make_standby(Path(home), self.settings)
         return {"home": str(Path(home).expanduser().absolute()), "url": url, "primary": str(self.settings.pgdata),
                 "seconds": round(time.monotonic() - started, 2)}
+
+
+def _go_on(stop: threading.Event | None) -> None:
+    """Cancelled where the caller has left (``stop`` set): the next step would compute for nobody."""
+    if stop is not None and stop.is_set():
+        raise Cancelled("the caller left: the work was stopped")
 
 
 def _in_recovery(conn: psycopg.Connection) -> bool:

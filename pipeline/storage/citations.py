@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import threading
 from typing import Any
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ from pipeline.core import clock
 from pipeline.core import units
 from pipeline.core.codes import code_named
 from pipeline.core.dates import parse_date
+from pipeline.core.errors import Cancelled
 from pipeline.core.limits import MAX_CHECK_CITATIONS, MAX_QUOTE_CHARS
 from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
@@ -275,15 +277,16 @@ def _articles_of(conn: psycopg.Connection, c: Citation, as_of: dt.date | None) -
 
 
 @read_only
-def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None,
-          limit: int = MAX_CHECK_CITATIONS) -> tuple[list[dict], int]:
-    """Every citation of ``text`` (pipeline.sources.citations), checked against the stored text of its act
-    in force on ``as_of`` (None: today), in the text's order: the first ``limit`` of them, and how many more
-    the text cites, not checked (a range past the limit counted by its numbers). A range spans the
-    articles its act's stored text has between its ends (pipeline.sources.citations.between)."""
+def check(conn: psycopg.Connection, text: str, cited: tuple[list[Citation], int], *, as_of: dt.date | None = None,
+          limit: int = MAX_CHECK_CITATIONS, stop: threading.Event | None = None) -> tuple[list[dict], int]:
+    """The citations ``text`` cites (``cited``: pipeline.sources.citations.found_in's, found by the caller with no
+    connection held: that is CPU alone; the text for the quotes, as pasted), checked against the stored text of its act in force on ``as_of`` (None:
+    today), in the text's order: the first ``limit`` of them, and how many more the text cites, not checked (a
+    range past the limit counted by its numbers). A range spans the articles its act's stored text has between
+    its ends (pipeline.sources.citations.between). ``stop`` set (the caller left): Cancelled, between citations."""
     require_date(as_of)
     day = as_of or clock.today()
-    found, more = finder.found_in(text, limit)
+    found, more = cited
     out: list[dict] = []
     for c in found:
         if len(out) >= limit:
@@ -295,6 +298,8 @@ def check(conn: psycopg.Connection, text: str, *, as_of: dt.date | None = None,
             if len(out) >= limit:
                 more += 1
                 continue
+            if stop is not None and stop.is_set():
+                raise Cancelled("the caller left: the check was stopped")
             record = _check_one(conn, text, replace(c, article=number, after=None), day, as_of)
             if len(record["quote"]) > MAX_QUOTE_CHARS:
                 half = MAX_QUOTE_CHARS // 2

@@ -9,6 +9,7 @@ from ``/answer/stream``). Read-only: only GET and HEAD are routed. The URLs are 
 """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import os
@@ -30,8 +31,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Scope
 
 from pipeline.core import __version__
-from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, ConfigError, DatabaseError, EmbedderError,
-                                  NoVectors, UsageError, is_for_the_user, one_line)
+from pipeline.core.errors import (AnswerError, ArticleNotFound, Busy, Cancelled, ConfigError, DatabaseError,
+                                  EmbedderError, NoVectors, UsageError, is_for_the_user, one_line)
 from pipeline.core.limits import MAX_CHECK_CHARS, MAX_CHECK_CITATIONS, MAX_QUESTION_CHARS, MAX_RANGE
 from pipeline.core.numbering import printed
 from pipeline.core.redact import redact_url
@@ -110,7 +111,8 @@ class Web:
         acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
         context: dict[str, Any] = {"form": self._form(q, acts, as_of, focus=not q), "title": "Szukaj w przepisach"}
         if q:
-            found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of, text_if_no_vectors=True)
+            found = self.service.search(q, k=HIT_K, acts=acts or None, as_of=as_of, text_if_no_vectors=True,
+                                        stop=_left(request))
             context.update(
                 title=f"{q[:60]} – wyszukiwanie", hits=found.records(), stems=found.stems, refused=found.refused,
                 refusal=found.not_found, warnings=[w for w in found.warnings if w != found.refusal],
@@ -122,7 +124,7 @@ class Web:
         """The answer without JavaScript: written whole, then shown (the stream's fallback)."""
         q = checks.question(request)
         acts, as_of = checks.acts_filter(request), checks.date(request, "as_of")
-        asked = self.service.ask(q, acts=acts or None, as_of=as_of, stream=False)
+        asked = self.service.ask(q, acts=acts or None, as_of=as_of, stream=False, stop=_left(request))
         return self.render("answer.html", title=f"{q[:60]} – odpowiedź", form=self._form(q, acts, as_of),
                            answer=self._answer_context(asked, as_of),
                            back=search_url(q, acts, as_of))
@@ -146,7 +148,7 @@ class Web:
         except PageError as exc:
             return stream.events_response(stream.one_event("failure", {"message": exc.message}))
         return stream.events_response(stream.answer_events(
-            lambda on_token: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token),
+            lambda on_token, gone: self.service.ask(q, acts=acts or None, as_of=as_of, on_token=on_token, stop=gone),
             done=lambda asked: {"html": self.templates.get_template("_answer.html").render(
                 answer=self._answer_context(asked, as_of))},
             failure=lambda exc: _page_error(exc, request).line))
@@ -180,7 +182,7 @@ class Web:
                                    "max_chars": MAX_CHECK_CHARS, "max_citations": MAX_CHECK_CITATIONS,
                                    "max_range": MAX_RANGE}
         if text.strip():
-            checked = self.service.check(text, as_of=as_of)
+            checked = self.service.check(text, as_of=as_of, stop=_left(request))
             context.update(checked=checked.to_dict(), marked=marked_text(text, checked.citations),
                            statuses=CHECK_STATUSES)
         return self.render("check.html", **context)
@@ -193,6 +195,19 @@ class Web:
                            form=self._form(acts=[act]))
 
 
+def _left(request: Request) -> threading.Event | None:
+    """Set when the visitor has gone (:func:`build_app`'s pages watch for it): the service stops computing for nobody."""
+    return getattr(request.state, "left", None)
+
+
+async def _watch_for_leaving(request: Request, left: threading.Event) -> None:
+    """Set ``left`` when the server says the visitor disconnected (the request's body is read by then: a GET has
+    none, a POST's form was read before the page ran)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    left.set()
+
+
 def _page_error(exc: BaseException, request: Request) -> PageError:
     """A PageError for any failure: the visitor reads Polish, the log gets one line (PIPELINE_DEBUG: the traceback).
     A server's failure (5xx) shows the visitor an id, never its words: they name the database's host, user,
@@ -200,7 +215,9 @@ def _page_error(exc: BaseException, request: Request) -> PageError:
     if isinstance(exc, PageError):
         return exc
     detail = one_line(exc) if is_for_the_user(exc) else None
-    if isinstance(exc, NoVectors):  # the search page searches the text alone; an answer needs the vectors
+    if isinstance(exc, Cancelled):  # the visitor left: nobody reads this page (499: nginx's "client closed request")
+        error = PageError(499, "Strona została zamknięta przed odpowiedzią.", detail)
+    elif isinstance(exc, NoVectors):  # the search page searches the text alone; an answer needs the vectors
         error = PageError(503, "Odpowiedź nie jest jeszcze możliwa: w bazie nie ma jeszcze wektorów tekstów "
                                "(administrator uruchamia pipeline embed). Wyszukiwanie w tekście przepisów działa.")
         error.link = search_url(checks.question(request, required=False), checks.acts_filter(request),
@@ -246,12 +263,17 @@ def build_app(service: Service, *, warm: bool = True, policy: Policy | None = No
         async def endpoint(request: Request) -> Response:
             if request.method == "HEAD" and handler in model_pages:  # never make the answer model run for a HEAD
                 return Response(status_code=200, media_type="text/html; charset=utf-8")
+            # A visitor who leaves sets request.state.left: a search, an answer or a check stops at its next step.
+            request.state.left = threading.Event()
+            watcher = asyncio.ensure_future(_watch_for_leaving(request, request.state.left))
             try:
                 return await run_in_threadpool(handler, request)
             except Exception as exc:
                 error = _page_error(exc, request)
                 return web.render("error.html", status=error.status, headers=error.headers, title="Błąd",
                                   error=error, form=web._form())
+            finally:
+                watcher.cancel()
 
         return endpoint
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
+from pipeline.core.errors import Cancelled
+
 
 class VisitorLeft(Exception):
     """The browser closed the answer's stream: the model call is abandoned."""
@@ -32,9 +34,10 @@ def events_response(body: AsyncIterator[str]) -> StreamingResponse:
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def answer_events(write: Callable[[Callable[[str], None]], Any], *, done: Callable[[Any], dict],
+def answer_events(write: Callable[[Callable[[str], None], threading.Event], Any], *, done: Callable[[Any], dict],
                   failure: Callable[[BaseException], str]) -> AsyncIterator[str]:
-    """Start ``write(on_token)`` in a thread now; the events it makes: a ``token`` per word, then ``done``
+    """Start ``write(on_token, gone)`` in a thread now (``gone``: set when the visitor leaves, so that the service
+    stops before asking the model); the events it makes: a ``token`` per word, then ``done``
     with ``done(result)`` or ``failure`` with ``{"message": failure(error)}`` (the service's Busy too: how
     many answers run at once is its rule)."""
     loop = asyncio.get_running_loop()
@@ -54,8 +57,8 @@ def answer_events(write: Callable[[Callable[[str], None]], Any], *, done: Callab
 
     def work() -> None:
         try:
-            put("done", write(on_token))
-        except VisitorLeft:
+            put("done", write(on_token, gone))
+        except (VisitorLeft, Cancelled):
             pass
         except Exception as exc:
             put("error", exc)
