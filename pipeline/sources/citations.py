@@ -19,6 +19,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from pipeline.core import numbering, units
 from pipeline.core.limits import MAX_RANGE
 from pipeline.core.numbering import expand_range, is_canonical, range_size, sort_key
 from pipeline.sources.references import Cited, acts_named_in, cited_in, counted
@@ -54,7 +55,8 @@ class Citation:
 _BREAK = re.compile(r"(?P<glued>(?<=[^\W_])[-–])?[ \t]*(?:\r\n|\r|\n)(?P<blank>(?:[ \t]*(?:\r\n|\r|\n))*)[ \t]*"
                     r"|\u00ad(?:[ \t]*(?:\r\n|\r|\n)[ \t]*)?")
 # A line that starts an item of a list, a unit or an article's own label: the line break before it is the text's.
-_ITEM_START = re.compile(r"(?:[-–—•·▪*]|\d{1,3}[.)]|[a-z]\)|[IVXL]+\.|§\s*\d+\w*\.|Art\.\s*\d+\w*\.)\s")
+# The units' own labels are the unit grammar's (pipeline.core.units); bullets and roman numbers are a letter's.
+_ITEM_START = re.compile(rf"(?:{units.LABEL}|{numbering.ARTICLE_LABEL}\s|[•·▪*]\s|[IVXL]+\.\s)")
 
 
 def _unwrapped(text: str, m: re.Match) -> str | None:
