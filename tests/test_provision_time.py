@@ -243,6 +243,26 @@ def test_show_gives_the_wording_in_force_on_the_date_and_the_timeline(timed):
     assert "Timeline:" in out.stdout and "ust. 3" in out.stdout
 
 
+def test_a_day_before_the_stored_text_is_answered_as_far_as_its_dates_speak(timed):
+    """Before every stored text's own date (issue 47): a published act not yet in force gives its text, not in
+    force, from when; a consolidated text gives what its footnotes and provisions date, the rest undetermined
+    (it states the law on its own date), never "wchodzi w życie" on its own date. Both refused before."""
+    with Service(timed, pool_size=1, warm=False) as law:
+        early = law.show("DU/2026/187", "1", as_of=D(2026, 3, 1))  # published 2026-02-18, the earliest 2026-03-05
+        assert (early["in_force"], early["in_force_from"]) == (False, D(2028, 5, 19))
+        assert early["text"].startswith("Art. 1.") and early["in_force_note"] == "wchodzi w życie 2028-05-19"
+        added = law.show("DU/2025/277", "180^2", as_of=D(2025, 1, 15))  # footnote: added, in force 2025-03-19
+        assert (added["in_force"], added["in_force_from"]) == (False, D(2025, 3, 19))
+        plain = law.show("DU/2025/277", "1", as_of=D(2024, 6, 1))  # the text of 2025-02-07 says no earlier date
+        assert plain["in_force"] is None and plain["in_force_undetermined"]
+        assert plain["in_force_note"].startswith("nieokreślone: tekst jednolity stanowi prawo na 2025-02-07")
+        gone = law.show("DU/2025/277", "266", as_of=D(1980, 1, 1))  # "(uchylony)", footnote: from 1985-07-01
+        assert (gone["in_force"], gone["in_force_until"]) == (None, D(1985, 7, 1))
+        assert law.show("DU/2025/277", "266", as_of=D(1990, 1, 1))["in_force"] is False
+    out = run_cli("show", "DU/2026/187", "1", "--as-of", "2026-03-01", env={"DATABASE_URL": timed})
+    assert out.returncode == 0 and "W mocy (2026-03-01): wchodzi w życie 2028-05-19" in out.stdout
+
+
 def test_search_leaves_out_what_is_not_yet_the_law(timed):
     with Service(timed, pool_size=1, warm=False) as law:
         question = "obowiązki psychologa wobec klienta"

@@ -316,13 +316,17 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
     "consolidated_text": the date is the consolidated text's own, which states the law on it; when the
     article came into force the text does not say, and the line does not pretend it does."""
     if repealed:
-        return "uchylony"
+        return (f"uchylony z dniem {end}; brzmienie sprzed uchylenia nie jest w przechowywanych tekstach"
+                if end is not None and day < end else "uchylony")
     if end is not None and day >= end:
         return f"obowiązywał do {_day_before(end)}"
     if start is None:  # a clause of the act is quoted; what is missing is said plainly
         missing = undetermined is not None and undetermined.startswith("the ")
         return "data wejścia w życie nieokreślona w tekstach" + (
             "" if not undetermined or missing else f": „{undetermined}”")
+    if day < start and basis == BY_CONSOLIDATED:  # before the text's own date: it does not say
+        return (f"nieokreślone: tekst jednolity stanowi prawo na {start}, a od kiedy wcześniej ten przepis "
+                "obowiązuje, nie podaje")
     if day < start:
         return f"wchodzi w życie {start}"
     if basis == BY_CONSOLIDATED:
