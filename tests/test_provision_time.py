@@ -263,6 +263,15 @@ def test_a_day_before_the_stored_text_is_answered_as_far_as_its_dates_speak(time
     assert out.returncode == 0 and "W mocy (2026-03-01): wchodzi w życie 2028-05-19" in out.stdout
 
 
+def test_a_chapter_added_later_dates_its_articles(timed):
+    """DU/2026/156 rozdział 3a (art. 88a–88b): "Rozdział dodany przez art. 2 pkt 15 ustawy, o której mowa w
+    odnośniku 4" (in force 2025-09-17); its articles read the act's 2011-07-01 before (issue 47)."""
+    with Service(timed, pool_size=1, warm=False) as law:
+        after = law.show("DU/2026/156", "88a", as_of=D(2025, 10, 1))
+        assert (after["in_force"], after["in_force_from"]) == (True, D(2025, 9, 17))
+        assert law.show("DU/2026/156", "88a", as_of=D(2025, 9, 16))["in_force"] is False
+
+
 def test_search_leaves_out_what_is_not_yet_the_law(timed):
     with Service(timed, pool_size=1, warm=False) as law:
         question = "obowiązki psychologa wobec klienta"

@@ -32,7 +32,7 @@ from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 3; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (3: later repeals)
+EXTRACTOR = f"time 4; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (4: a chapter added)
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
 ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"
@@ -57,6 +57,7 @@ class Event:
     source_unit: str | None = None
     determined: bool = True  # False: the text does not determine ``start`` (the clause is quoted)
     partial: bool = False  # a loss of force "w zakresie …": the unit's text stays
+    heading: bool = False  # ``unit`` is a heading above the article (a chapter's footnote): said of its articles
 
     def to_dict(self) -> dict:
         return {"from": self.start, "until": self.end, "kind": self.kind, "unit": self.unit,
@@ -223,10 +224,11 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
     history = _footnote_events(article, readings)
     time.events = events + history
     for e in history:
-        if e.unit:
+        if e.unit and not (e.heading and e.kind == notes.ADDED):
             continue
         if e.kind == notes.ADDED and e.start and time.in_force_from and e.start > time.in_force_from:
-            # Added later than the act entered: in force from its addition.
+            # Added later than the act entered (itself, or with the chapter it stands in: "Rozdział dodany
+            # przez …"): in force from its addition.
             time.in_force_from, time.basis = e.start, BY_FOOTNOTE
         if e.kind in (REPEALED, LOSES_FORCE) and e.start and not e.partial and not article.repealed:
             if time.in_force_until is None or e.start < time.in_force_until:
@@ -250,7 +252,8 @@ def _footnote_events(article: Article, readings: dict[int, notes.Reading]) -> li
         if r.kind == notes.UNTIL_CHANGE:
             endings.append((unit, Event(WORDING, unit, None, r.date, r.text, determined=r.date is not None)))
             continue
-        events.append(Event(r.kind, unit, r.date, None, r.text, r.source_act, r.source_unit, partial=r.partial))
+        events.append(Event(r.kind, unit, r.date, None, r.text, r.source_act, r.source_unit, partial=r.partial,
+                            heading=f.heading is not None))
     for unit, ending in endings:
         opened = next((i for i, e in enumerate(events)
                        if e.unit == unit and e.end is None and e.kind in (WORDING, notes.ADDED, notes.AMENDED,
