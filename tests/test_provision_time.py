@@ -176,6 +176,19 @@ def test_dates_set_in_the_act_that_introduces_it(server_url):
         assert entry[6:] == ("DU/2024/1222", "art. 1")
 
 
+def test_units_that_follow_the_main_rule_are_pending_while_an_exception_starts_earlier(conn):
+    """DU/2024/1222 art. 124: the act after 3 months (2024-11-10), "z wyjątkiem: 1) … art. 80 ust. 3 i 5-8 …,
+    które wchodzą w życie z dniem następującym po dniu ogłoszenia" (2024-08-10): art. 80 is in force from then,
+    its ust. 1, 2 and 4 enter on the main date (issue 47: they were listed nowhere)."""
+    require_mirror()
+    store_mirror_act(conn, "DU/2024/1222")
+    assert _times(conn, "DU/2024/1222", "80")[0][1] == D(2024, 8, 10)
+    entering = {e[2]: e[3] for e in _events(conn, "DU/2024/1222", "80") if e[1] == "enters" and e[2]}
+    assert {u: entering.get(u) for u in ("ust. 1", "ust. 2", "ust. 4")} == dict.fromkeys(
+        ("ust. 1", "ust. 2", "ust. 4"), D(2024, 11, 10))
+    assert entering["ust. 3"] == D(2024, 8, 10) and entering["ust. 5"] == D(2024, 8, 10)
+
+
 def test_a_fixed_date_beside_a_main_rule_that_cannot_be_counted(conn):
     """DU/2004/1800 as enacted: 30 days from a publication its record does not give (undetermined), and
     art. 100 from 1 January 2005."""

@@ -27,12 +27,14 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipeline.core import units
+from pipeline.core.numbering import label_end
 from pipeline.sources import footnotes as notes
 from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 4; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (4: a chapter added)
+EXTRACTOR = f"time 5; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (5: units after the main rule)
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
 ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"
@@ -217,8 +219,15 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
         time = ArticleTime(facts.record_entry, basis=BY_RECORD)
     else:
         time = ArticleTime(None, undetermined="the final provisions give no rule and the record no date")
-    # A unit in force before the article's main date (an earlier exception) brings the article in.
+    # A unit in force before the article's main date (an earlier exception) brings the article in; its other
+    # ustępy (paragraphs), named by no rule, follow the main rule: they enter on its date (issue 47).
     earlier = [e.start for e in events if e.unit and e.start and time.in_force_from and e.start < time.in_force_from]
+    if earlier and whole is not None and time.basis != BY_CONSOLIDATED:
+        named = [e.unit for e in events if e.unit]
+        rule = whole[0]
+        events += [Event(ENTERS, top, time.in_force_from, None, rule.clause, whole[3] or facts.act or None,
+                         f"art. {rule.source_article}" if rule.source_article else None)
+                   for top in _top_units(article) if not any(n == top or n.startswith(top + " ") for n in named)]
     if earlier:
         time.in_force_from = min(earlier)
     history = _footnote_events(article, readings)
@@ -234,6 +243,17 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
             if time.in_force_until is None or e.start < time.in_force_until:
                 time.in_force_until = e.start
     return time
+
+
+def _top_units(article: Article) -> list[str]:
+    """The article's ustępy or paragraphs as cited ("ust. 1", "§ 2"), in order; [] where it has none."""
+    lines = article.text.split("\n")
+    tops: list[str] = []
+    for path in units.paths(lines, label_end(lines[0]) if lines else 0):
+        top = " ".join(path.split()[:2])
+        if top.startswith(("ust.", "§")) and top not in tops:
+            tops.append(top)
+    return tops
 
 
 def _footnote_events(article: Article, readings: dict[int, notes.Reading]) -> list[Event]:
