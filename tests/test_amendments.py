@@ -236,3 +236,23 @@ def test_removing_a_repealing_act_gives_the_articles_it_ended_back(server_url):
         back = law.show("DU/2019/1026", "8", as_of=later)
     assert back["in_force"] is not False and back["in_force_until"] is None
     assert not [e for e in back["timeline"] if (e.get("source") or {}).get("act") == "DU/2026/187"]
+
+
+def test_a_target_that_is_not_stored_stays_unresolved(server_url):
+    """DU/2026/252 art. 20 amends "ustawie z dnia 12 lipca 2024 r. – Prawo komunikacji elektronicznej" (DU/2024/1221);
+    with it not stored, the act of the same date introducing it ("– Przepisy wprowadzające ustawę – Prawo komunikacji
+    elektronicznej", DU/2024/1222) is not it: the change stays unresolved, not listed on its art. 40 (issue 47)."""
+    require_mirror()
+    from support.database import create_database
+
+    url = create_database(server_url, "amendments_unresolved")
+    with psycopg.connect(url) as c:
+        for act in ("DU/2024/1222", "DU/2026/252"):
+            store_mirror_act(c, act)
+        c.commit()
+        resolved = dict(c.execute("SELECT source_unit, target_base_act FROM amendment_changes "
+                                  "WHERE source_act = 'DU/2026/252' AND source_article IN ('20', '21')").fetchall())
+    assert resolved == {"art. 20": None, "art. 21": "DU/2024/1222"}  # 21 names DU/2024/1222 by its Dz. U. position
+    with Service(url, pool_size=1, warm=False) as law:
+        changes = law.show("DU/2024/1222", "40", as_of=D(2026, 5, 1))["changes"]
+    assert not [ch for ch in changes if ch["act"] == "DU/2026/252"]
