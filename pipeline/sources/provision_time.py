@@ -34,7 +34,7 @@ from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 5; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (5: units after the main rule)
+EXTRACTOR = f"time 6; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (6: a chapter repealed)
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
 ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"
