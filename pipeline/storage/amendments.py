@@ -141,10 +141,11 @@ def _parts_to_articles(conn: psycopg.Connection, version_id: int, rows: list[dic
                             "ORDER BY ordinal", (version_id,)).fetchall()
     out = [r for r in rows if not (r["target_article"] is None and r["target_unit"])]
     for r in parts:
+        held: list[tuple[str, str | None]]
         if r["operation"] == instructions.REPEAL:
             held = [(number, None) for number, path in headings if instructions.under(path or [], r["target_unit"])]
         else:
-            held = [(number, text) for number, text in instructions.articles_of(r["wording"] or "")]
+            held = list(instructions.articles_of(r["wording"] or ""))
         out += [{**r, "target_article": number, "target_unit": "", "wording": text if text is not None else r["wording"]}
                 for number, text in held if article is None or number == article]
     return out
