@@ -272,6 +272,11 @@ def test_a_day_before_the_stored_text_is_answered_as_far_as_its_dates_speak(time
         gone = law.show("DU/2025/277", "266", as_of=D(1980, 1, 1))  # "(uchylony)", footnote: from 1985-07-01
         assert (gone["in_force"], gone["in_force_until"]) == (None, D(1985, 7, 1))
         assert law.show("DU/2025/277", "266", as_of=D(1990, 1, 1))["in_force"] is False
+        # Dated by the act's rule (2011-07-01), but the text of 2026-02-11 prints only the changes since the text
+        # before it: on a day before them, whether and in which wording the article stood it does not say.
+        old = law.show("DU/2026/156", "1", as_of=D(2015, 1, 1))
+        assert (old["in_force"], old["in_force_from"]) == (None, D(2011, 7, 1))
+        assert old["in_force_note"].startswith("nieokreślone: tekst jednolity podaje zmiany od poprzedniego tekstu")
     out = run_cli("show", "DU/2026/187", "1", "--as-of", "2026-03-01", env={"DATABASE_URL": timed})
     assert out.returncode == 0 and "W mocy (2026-03-01): wchodzi w życie 2028-05-19" in out.stdout
 

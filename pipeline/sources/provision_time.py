@@ -347,6 +347,9 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
         missing = undetermined is not None and undetermined.startswith("the ")
         return "data wejścia w życie nieokreślona w tekstach" + (
             "" if not undetermined or missing else f": „{undetermined}”")
+    if basis == UNDETERMINED and undetermined:  # dated, but not on this day: the texts do not say (a day long before the text)
+        return ("nieokreślone: tekst jednolity podaje zmiany od poprzedniego tekstu, nie starsze; czy i w jakim "
+                "brzmieniu przepis wtedy obowiązywał, przechowywane teksty nie mówią")
     if day < start and basis == BY_CONSOLIDATED:  # before the text's own date: it does not say
         return (f"nieokreślone: tekst jednolity stanowi prawo na {start}, a od kiedy wcześniej ten przepis "
                 "obowiązuje, nie podaje")

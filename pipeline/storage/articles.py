@@ -3,6 +3,7 @@ an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
@@ -147,7 +148,8 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     if not rows:
         return _added_later(conn, version_id, number, day) if rebuild else None
     timeline = legal_time.timeline(conn, version_id, number)
-    earlier = _before_the_text(rows, timeline, day)
+    earlier = _before_the_text(rows, timeline, day, _changes_printed_from(conn, version_id)
+                               if any(r["valid_from"] and day < r["valid_from"] for r in rows) else None)
     row = (pick or in_force_wording)(rows, day)
     found = ArticleOnDay(**{**row, "heading_path": list(row["heading_path"] or [])})
     found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
@@ -166,7 +168,21 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     return found
 
 
-def _before_the_text(rows: list[dict], timeline: list[dict], day: dt.date) -> dict[int, list[dict]]:
+_PART_HEADING = re.compile(r"(?:Rozdział|DZIAŁ|Dział|Oddział)\s", re.IGNORECASE)  # a chapter's footnote, on each article
+
+
+def _changes_printed_from(conn: psycopg.Connection, version_id: int) -> dt.date | None:
+    """The earliest day a change the text's footnotes name took effect ("Dodany przez …, która weszła w życie …"): a
+    consolidated text prints the changes since the text before it, not older ones (None: it prints none)."""
+    return one_row(conn.execute(
+        "SELECT min(e.from_date) FROM article_events e JOIN articles a USING (article_id) "
+        "JOIN act_versions v USING (version_id) WHERE a.version_id = %s AND e.source_act IS NOT NULL "
+        "AND e.source_act <> v.eli AND e.kind IN ('added', 'wording', 'amended', 'repealed', 'renumbered') "
+        "AND e.from_date < v.valid_from", (version_id,)))[0]
+
+
+def _before_the_text(rows: list[dict], timeline: list[dict], day: dt.date,
+                     printed_from: dt.date | None = None) -> dict[int, list[dict]]:
     """A day before the stored text's own date (a consolidated text states the law on its date; a published act
     is not yet in force): the text answers as far as its final provisions and footnotes date its articles. An
     article it dates only by its own date (basis consolidated_text) is undetermined then; a repealed one was in
@@ -192,6 +208,17 @@ def _before_the_text(rows: list[dict], timeline: list[dict], day: dt.date) -> di
             r["in_force"] = None
             r["in_force_undetermined"] = (f"the consolidated text states the law on {r['valid_from']}; since when "
                                           "before it the article is in force it does not say")
+        elif r["in_force"] and (printed_from is None or day < printed_from) and not any(
+                e["kind"] in (provision_time.notes.ADDED, provision_time.WORDING) and e["from"] and e["from"] <= day
+                and e["wording"] == r["wording"] and (not e["unit"] or _PART_HEADING.match(e["unit"]))
+                for e in timeline):
+            # Before the changes the text prints: one it does not print (an article added, a wording set) may
+            # have come since; only a footnote that dates the article's present form answers.
+            r["in_force"], r["in_force_basis"] = None, provision_time.UNDETERMINED
+            r["in_force_undetermined"] = (
+                f"the text of {r['valid_from']} prints the changes made since "
+                f"{printed_from or 'its date'}, not older ones: whether the article stood on {day}, and in which "
+                "wording, it does not say")
         later[r["wording"]] = [
             {"unit": "", "kind": e["kind"], "from": e["from"], "until": e["until"],
              "note": f"artykuł: to brzmienie obowiązuje od {e['from']}; wcześniejsze nie jest w przechowywanych tekstach"}
