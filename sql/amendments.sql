@@ -6,13 +6,19 @@ CREATE OR REPLACE VIEW amendment_changes AS
     SELECT v.eli AS source_act, m.source_article, m.amending_unit, m.ordinal,
            m.target_as_written, m.target_act,
            -- The stored base act it changes: by the ELI id the words give (the act, or a stored text of it),
-           -- else by the act's date and title as printed (an older consolidated text's position).
+           -- else by the act's date and title as printed (an older consolidated text's position): the name as
+           -- the act's whole name, after its date ("z dnia 12 lipca 2024 r. – Prawo …") or "ustawy" (an
+           -- announcement's title), up to the title's end or a footnote: "Przepisy wprowadzające ustawę –
+           -- Prawo komunikacji elektronicznej" is not "Prawo komunikacji elektronicznej" (issue 47).
            coalesce((SELECT a.base_eli FROM acts a WHERE (a.eli = m.target_act OR a.base_eli = m.target_act)
                        AND EXISTS (SELECT 1 FROM act_versions w WHERE w.eli = a.eli) ORDER BY a.eli = a.base_eli DESC
                      LIMIT 1),
                     (SELECT c.base_eli FROM act_currency c
                      WHERE m.target_name IS NOT NULL AND m.target_date IS NOT NULL AND c.act_date = m.target_date
                        AND strpos(lower(c.title), lower(m.target_name)) > 0
+                       AND lower(c.title) ~ ('(\d\s*r\.|ustawy)\s*[–-]?\s*'
+                                             || regexp_replace(lower(m.target_name), '([]^$*+?(){}|.\\[-])', '\\\1', 'g')
+                                             || '(\s+\d+\)|\s*$)')
                        AND EXISTS (SELECT 1 FROM act_versions w WHERE w.eli = c.eli)
                      ORDER BY c.base_eli LIMIT 1)) AS target_base_act,
            m.target_article, m.target_unit, m.operation, m.after_unit, m.wording, m.old_words, m.new_words,

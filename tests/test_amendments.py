@@ -14,6 +14,7 @@ from support.corpus import parsed_act, store_mirror_act
 from support.paths import require_mirror
 
 from pipeline import Service
+from pipeline.core.errors import ArticleNotFound
 from pipeline.sources.instructions import read, read_all
 from pipeline.sources.rewording import rebuild
 
@@ -236,3 +237,47 @@ def test_removing_a_repealing_act_gives_the_articles_it_ended_back(server_url):
         back = law.show("DU/2019/1026", "8", as_of=later)
     assert back["in_force"] is not False and back["in_force_until"] is None
     assert not [e for e in back["timeline"] if (e.get("source") or {}).get("act") == "DU/2026/187"]
+
+
+def test_a_target_that_is_not_stored_stays_unresolved(server_url):
+    """DU/2026/252 art. 20 amends "ustawie z dnia 12 lipca 2024 r. – Prawo komunikacji elektronicznej" (DU/2024/1221);
+    with it not stored, the act of the same date introducing it ("– Przepisy wprowadzające ustawę – Prawo komunikacji
+    elektronicznej", DU/2024/1222) is not it: the change stays unresolved, not listed on its art. 40 (issue 47)."""
+    require_mirror()
+    from support.database import create_database
+
+    url = create_database(server_url, "amendments_unresolved")
+    with psycopg.connect(url) as c:
+        for act in ("DU/2024/1222", "DU/2026/252"):
+            store_mirror_act(c, act)
+        c.commit()
+        resolved = dict(c.execute("SELECT source_unit, target_base_act FROM amendment_changes "
+                                  "WHERE source_act = 'DU/2026/252' AND source_article IN ('20', '21')").fetchall())
+    assert resolved == {"art. 20": None, "art. 21": "DU/2024/1222"}  # 21 names DU/2024/1222 by its Dz. U. position
+    with Service(url, pool_size=1, warm=False) as law:
+        changes = law.show("DU/2024/1222", "40", as_of=D(2026, 5, 1))["changes"]
+    assert not [ch for ch in changes if ch["act"] == "DU/2026/252"]
+
+
+def test_a_chapter_repealed_or_added_changes_the_articles_it_holds(server_url):
+    """DU/2026/252 art. 1 pkt 27 "uchyla się rozdziały 4 i 5" and pkt 39 "po rozdziale 6 dodaje się rozdział 6a w
+    brzmieniu: …" (in force 2026-04-03), on the cybersecurity act DU/2018/1560: art. 20 (rozdział 4) ends, art.
+    36a (rozdział 6a) exists, rebuilt from the amending act (issue 47: the chapter was stored as the target and
+    applied to no article)."""
+    require_mirror()
+    from support.database import create_database
+
+    url = create_database(server_url, "amendments_chapters")
+    with psycopg.connect(url) as c:
+        for act in ("DU/2018/1560", "DU/2026/252"):
+            store_mirror_act(c, act)
+        c.commit()
+    with Service(url, pool_size=1, warm=False) as law:
+        assert law.show("DU/2018/1560", "20", as_of=D(2026, 3, 1))["in_force"] is not False
+        gone = law.show("DU/2018/1560", "20", as_of=D(2026, 5, 1))
+        assert (gone["in_force"], gone["in_force_until"]) == (False, D(2026, 4, 3))
+        added = law.show("DU/2018/1560", "36a", as_of=D(2026, 5, 1))
+        assert added["text"].startswith("Art. 36a. 1. CSIRT MON") and added["official"] is False
+        assert added["in_force_from"] == D(2026, 4, 3)
+        with pytest.raises(ArticleNotFound):
+            law.show("DU/2018/1560", "36a", as_of=D(2026, 3, 1))

@@ -231,7 +231,7 @@ def test_an_act_is_found_by_its_title_and_date_as_lawyers_cite_it(stored):
         assert gone["status"] == "not_in_force" and "repealed" in gone["why"]
         early = law.check("art. 400 ustawy z dnia 23 stycznia 2026 r. o zawodzie psychologa oraz samorządzie "
                           "zawodowym psychologów", as_of=D(2026, 2, 1)).citations[0]
-        assert (early["status"], early["why"]) == ("not_found", "no stored text of DU/2026/187 has art. 400 "
+        assert (early["status"], early["why"]) == ("not_found", "DU/2026/187 has no art. 400 "
                                                                 "(its last article is art. 161)")
         # A superscript pasted as a plain digit: the article meant.
         pasted = law.check("art. 183a k.p.", as_of=day).citations[0]

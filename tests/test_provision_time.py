@@ -176,6 +176,19 @@ def test_dates_set_in_the_act_that_introduces_it(server_url):
         assert entry[6:] == ("DU/2024/1222", "art. 1")
 
 
+def test_units_that_follow_the_main_rule_are_pending_while_an_exception_starts_earlier(conn):
+    """DU/2024/1222 art. 124: the act after 3 months (2024-11-10), "z wyjątkiem: 1) … art. 80 ust. 3 i 5-8 …,
+    które wchodzą w życie z dniem następującym po dniu ogłoszenia" (2024-08-10): art. 80 is in force from then,
+    its ust. 1, 2 and 4 enter on the main date (issue 47: they were listed nowhere)."""
+    require_mirror()
+    store_mirror_act(conn, "DU/2024/1222")
+    assert _times(conn, "DU/2024/1222", "80")[0][1] == D(2024, 8, 10)
+    entering = {e[2]: e[3] for e in _events(conn, "DU/2024/1222", "80") if e[1] == "enters" and e[2]}
+    assert {u: entering.get(u) for u in ("ust. 1", "ust. 2", "ust. 4")} == dict.fromkeys(
+        ("ust. 1", "ust. 2", "ust. 4"), D(2024, 11, 10))
+    assert entering["ust. 3"] == D(2024, 8, 10) and entering["ust. 5"] == D(2024, 8, 10)
+
+
 def test_a_fixed_date_beside_a_main_rule_that_cannot_be_counted(conn):
     """DU/2004/1800 as enacted: 30 days from a publication its record does not give (undetermined), and
     art. 100 from 1 January 2005."""
@@ -241,6 +254,40 @@ def test_show_gives_the_wording_in_force_on_the_date_and_the_timeline(timed):
     out = run_cli("show", "DU/2026/187", "17", "--as-of", "2026-04-01", env={"DATABASE_URL": timed})
     assert out.returncode == 0 and "W mocy (2026-04-01): wchodzi w życie 2028-05-19" in out.stdout
     assert "Timeline:" in out.stdout and "ust. 3" in out.stdout
+
+
+def test_a_day_before_the_stored_text_is_answered_as_far_as_its_dates_speak(timed):
+    """Before every stored text's own date (issue 47): a published act not yet in force gives its text, not in
+    force, from when; a consolidated text gives what its footnotes and provisions date, the rest undetermined
+    (it states the law on its own date), never "wchodzi w życie" on its own date. Both refused before."""
+    with Service(timed, pool_size=1, warm=False) as law:
+        early = law.show("DU/2026/187", "1", as_of=D(2026, 3, 1))  # published 2026-02-18, the earliest 2026-03-05
+        assert (early["in_force"], early["in_force_from"]) == (False, D(2028, 5, 19))
+        assert early["text"].startswith("Art. 1.") and early["in_force_note"] == "wchodzi w życie 2028-05-19"
+        added = law.show("DU/2025/277", "180^2", as_of=D(2025, 1, 15))  # footnote: added, in force 2025-03-19
+        assert (added["in_force"], added["in_force_from"]) == (False, D(2025, 3, 19))
+        plain = law.show("DU/2025/277", "1", as_of=D(2024, 6, 1))  # the text of 2025-02-07 says no earlier date
+        assert plain["in_force"] is None and plain["in_force_undetermined"]
+        assert plain["in_force_note"].startswith("nieokreślone: tekst jednolity stanowi prawo na 2025-02-07")
+        gone = law.show("DU/2025/277", "266", as_of=D(1980, 1, 1))  # "(uchylony)", footnote: from 1985-07-01
+        assert (gone["in_force"], gone["in_force_until"]) == (None, D(1985, 7, 1))
+        assert law.show("DU/2025/277", "266", as_of=D(1990, 1, 1))["in_force"] is False
+        # Dated by the act's rule (2011-07-01), but the text of 2026-02-11 prints only the changes since the text
+        # before it: on a day before them, whether and in which wording the article stood it does not say.
+        old = law.show("DU/2026/156", "1", as_of=D(2015, 1, 1))
+        assert (old["in_force"], old["in_force_from"]) == (None, D(2011, 7, 1))
+        assert old["in_force_note"].startswith("nieokreślone: tekst jednolity podaje zmiany od poprzedniego tekstu")
+    out = run_cli("show", "DU/2026/187", "1", "--as-of", "2026-03-01", env={"DATABASE_URL": timed})
+    assert out.returncode == 0 and "W mocy (2026-03-01): wchodzi w życie 2028-05-19" in out.stdout
+
+
+def test_a_chapter_added_later_dates_its_articles(timed):
+    """DU/2026/156 rozdział 3a (art. 88a–88b): "Rozdział dodany przez art. 2 pkt 15 ustawy, o której mowa w
+    odnośniku 4" (in force 2025-09-17); its articles read the act's 2011-07-01 before (issue 47)."""
+    with Service(timed, pool_size=1, warm=False) as law:
+        after = law.show("DU/2026/156", "88a", as_of=D(2025, 10, 1))
+        assert (after["in_force"], after["in_force_from"]) == (True, D(2025, 9, 17))
+        assert law.show("DU/2026/156", "88a", as_of=D(2025, 9, 16))["in_force"] is False
 
 
 def test_search_leaves_out_what_is_not_yet_the_law(timed):

@@ -140,6 +140,23 @@ _REPEAL_ACT = re.compile(r"^\s*(?P<unit>1\.\s+)?Traci\s+moc\s+(?:ustawa|dekret|r
 # footnotes stand at its title ("odnośnik nr 1 do tytułu").
 _STRUCTURE = {"rozdzia": "rozdział", "oddzia": "oddział", "dzia": "dział", "odnośni": "odnośnik nr"}
 _PARTS = ("rozdział", "dział", "oddział")  # those numbered across the act, cited by their own name
+# A whole part of the act as a change's target ("uchyla się rozdziały 4 i 5", "po rozdziale 3 dodaje się rozdziały
+# 3a i 3b"): stored with no article, the part as its unit ("rozdział 4"); as SQL's regex (issue 47).
+PART_TARGET = r"^(rozdział|dział|oddział) [0-9a-z]+$"
+_ARTICLE_OPENS = re.compile(r"^Art\.\s*(?P<number>\d+[a-z]{0,3}(?:\^\d+[a-z]{0,3})?)\.\s", re.MULTILINE)
+
+
+def under(headings: Iterable[str], part: str) -> bool:
+    """Whether an article whose headings are ``headings`` ("Rozdział 4 Obowiązki …") stands in ``part`` ("rozdział 4")."""
+    part = part.lower()
+    return any(h.lower() == part or h.lower().startswith(part + " ") for h in headings)
+
+
+def articles_of(wording: str) -> list[tuple[str, str]]:
+    """(number, text) of each article a part's added wording holds ("Rozdział 3a ⏎ Tytuł ⏎ Art. 8a. 1. …")."""
+    opens = list(_ARTICLE_OPENS.finditer(wording))
+    ends = [m.start() for m in opens[1:]] + [len(wording)]
+    return [(m.group("number"), wording[m.start():end].strip()) for m, end in zip(opens, ends, strict=True)]
 
 
 def _kind(word: str) -> str:

@@ -27,12 +27,14 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipeline.core import units
+from pipeline.core.numbering import label_end
 from pipeline.sources import footnotes as notes
 from pipeline.sources import provisions
 from pipeline.sources.parse.model import Article, Footnote
 from pipeline.sources.provisions import Rule
 
-EXTRACTOR = f"time 3; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (3: later repeals)
+EXTRACTOR = f"time 6; {provisions.EXTRACTOR}; {notes.EXTRACTOR}"  # bump when the rules change (6: a chapter repealed)
 
 # The kinds of a timeline entry (docs/results.md): the footnotes' changes, and these.
 ENTERS, APPLIES, WORDING, REPEALED, LOSES_FORCE = "enters", "applies", "wording", "repealed", "loses_force"
@@ -57,6 +59,7 @@ class Event:
     source_unit: str | None = None
     determined: bool = True  # False: the text does not determine ``start`` (the clause is quoted)
     partial: bool = False  # a loss of force "w zakresie …": the unit's text stays
+    heading: bool = False  # ``unit`` is a heading above the article (a chapter's footnote): said of its articles
 
     def to_dict(self) -> dict:
         return {"from": self.start, "until": self.end, "kind": self.kind, "unit": self.unit,
@@ -208,22 +211,41 @@ def _article_time(article: Article, facts: TextFacts, counted: list, readings: d
         time = ArticleTime(facts.record_entry, basis=BY_RECORD)
     else:
         time = ArticleTime(None, undetermined="the final provisions give no rule and the record no date")
-    # A unit in force before the article's main date (an earlier exception) brings the article in.
+    # A unit in force before the article's main date (an earlier exception) brings the article in; its other
+    # ustępy (paragraphs), named by no rule, follow the main rule: they enter on its date (issue 47).
     earlier = [e.start for e in events if e.unit and e.start and time.in_force_from and e.start < time.in_force_from]
+    if earlier and whole is not None and time.basis != BY_CONSOLIDATED:
+        named = [e.unit for e in events if e.unit]
+        rule = whole[0]
+        events += [Event(ENTERS, top, time.in_force_from, None, rule.clause, whole[3] or facts.act or None,
+                         f"art. {rule.source_article}" if rule.source_article else None)
+                   for top in _top_units(article) if not any(n == top or n.startswith(top + " ") for n in named)]
     if earlier:
         time.in_force_from = min(earlier)
     history = _footnote_events(article, readings)
     time.events = events + history
     for e in history:
-        if e.unit:
+        if e.unit and not (e.heading and e.kind == notes.ADDED):
             continue
         if e.kind == notes.ADDED and e.start and time.in_force_from and e.start > time.in_force_from:
-            # Added later than the act entered: in force from its addition.
+            # Added later than the act entered (itself, or with the chapter it stands in: "Rozdział dodany
+            # przez …"): in force from its addition.
             time.in_force_from, time.basis = e.start, BY_FOOTNOTE
         if e.kind in (REPEALED, LOSES_FORCE) and e.start and not e.partial and not article.repealed:
             if time.in_force_until is None or e.start < time.in_force_until:
                 time.in_force_until = e.start
     return time
+
+
+def _top_units(article: Article) -> list[str]:
+    """The article's ustępy or paragraphs as cited ("ust. 1", "§ 2"), in order; [] where it has none."""
+    lines = article.text.split("\n")
+    tops: list[str] = []
+    for path in units.paths(lines, label_end(lines[0]) if lines else 0):
+        top = " ".join(path.split()[:2])
+        if top.startswith(("ust.", "§")) and top not in tops:
+            tops.append(top)
+    return tops
 
 
 def _footnote_events(article: Article, readings: dict[int, notes.Reading]) -> list[Event]:
@@ -242,7 +264,8 @@ def _footnote_events(article: Article, readings: dict[int, notes.Reading]) -> li
         if r.kind == notes.UNTIL_CHANGE:
             endings.append((unit, Event(WORDING, unit, None, r.date, r.text, determined=r.date is not None)))
             continue
-        events.append(Event(r.kind, unit, r.date, None, r.text, r.source_act, r.source_unit, partial=r.partial))
+        events.append(Event(r.kind, unit, r.date, None, r.text, r.source_act, r.source_unit, partial=r.partial,
+                            heading=f.heading is not None))
     for unit, ending in endings:
         opened = next((i for i, e in enumerate(events)
                        if e.unit == unit and e.end is None and e.kind in (WORDING, notes.ADDED, notes.AMENDED,
@@ -308,13 +331,20 @@ def in_force_note(day: dt.date, start: dt.date | None, end: dt.date | None, unde
     "consolidated_text": the date is the consolidated text's own, which states the law on it; when the
     article came into force the text does not say, and the line does not pretend it does."""
     if repealed:
-        return "uchylony"
+        return (f"uchylony z dniem {end}; brzmienie sprzed uchylenia nie jest w przechowywanych tekstach"
+                if end is not None and day < end else "uchylony")
     if end is not None and day >= end:
         return f"obowiązywał do {_day_before(end)}"
     if start is None:  # a clause of the act is quoted; what is missing is said plainly
         missing = undetermined is not None and undetermined.startswith("the ")
         return "data wejścia w życie nieokreślona w tekstach" + (
             "" if not undetermined or missing else f": „{undetermined}”")
+    if basis == UNDETERMINED and undetermined:  # dated, but not on this day: the texts do not say (a day long before the text)
+        return ("nieokreślone: tekst jednolity podaje zmiany od poprzedniego tekstu, nie starsze; czy i w jakim "
+                "brzmieniu przepis wtedy obowiązywał, przechowywane teksty nie mówią")
+    if day < start and basis == BY_CONSOLIDATED:  # before the text's own date: it does not say
+        return (f"nieokreślone: tekst jednolity stanowi prawo na {start}, a od kiedy wcześniej ten przepis "
+                "obowiązuje, nie podaje")
     if day < start:
         return f"wchodzi w życie {start}"
     if basis == BY_CONSOLIDATED:

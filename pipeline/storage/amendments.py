@@ -88,10 +88,12 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
         "SELECT source_act, ordinal, source_unit, target_article, target_unit, operation, after_unit, "
         "wording, old_words, new_words, new_label, in_force_from, in_force_undetermined, instruction "
         "FROM amendment_changes WHERE target_base_act = %(b)s "
-        # an article's own changes, and the repeal of the whole act ("Traci moc ustawa …")
+        # an article's own changes, the repeal of the whole act ("Traci moc ustawa …"), a chapter repealed or added
         "AND ((%(a)s::text IS NULL AND target_article IS NOT NULL) OR target_article = %(a)s "
-        "     OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal')) "
-        "AND source_act <> %(b)s", {"b": base, "a": article}).fetchall()
+        "     OR (target_article IS NULL AND target_unit = '' AND operation = 'repeal') "
+        "     OR (target_article IS NULL AND target_unit ~ %(part)s AND operation IN ('repeal', 'add'))) "
+        "AND source_act <> %(b)s", {"b": base, "a": article, "part": instructions.PART_TARGET}).fetchall()
+    rows = _parts_to_articles(conn, version_id, rows, article)
     # The amending acts in the order they were published (DU/2019/730 before DU/2019/1000: a text's order
     # would not), each instruction in its act's order: two acts changing a unit on one day apply in turn.
     rows.sort(key=lambda r: (parse_act_id(r["source_act"]), r["ordinal"]))
@@ -125,6 +127,28 @@ def changes_by_article(conn: psycopg.Connection, version_id: int,
 
     # Each article's rows in the amending acts' order, the whole act's repeal among them where it falls.
     return {a: on_day([r for r in after if r["target_article"] in (a, None)]) for a in targeted}
+
+
+def _parts_to_articles(conn: psycopg.Connection, version_id: int, rows: list[dict], article: str | None) -> list[dict]:
+    """A change of a whole chapter (or section) as the changes of the articles it holds (issue 47): a chapter
+    repealed ("uchyla się rozdziały 4 i 5"), each article the text has under its heading; a chapter added ("po
+    rozdziale 3 dodaje się rozdziały 3a i 3b w brzmieniu: …"), each article its wording holds, added. Of
+    ``article`` alone where given."""
+    parts = [r for r in rows if r["target_article"] is None and r["target_unit"]]
+    if not parts:
+        return rows
+    headings = conn.execute("SELECT article, heading_path FROM articles WHERE version_id = %s AND wording IN (0, 1) "
+                            "ORDER BY ordinal", (version_id,)).fetchall()
+    out = [r for r in rows if not (r["target_article"] is None and r["target_unit"])]
+    for r in parts:
+        held: list[tuple[str, str | None]]
+        if r["operation"] == instructions.REPEAL:
+            held = [(number, None) for number, path in headings if instructions.under(path or [], r["target_unit"])]
+        else:
+            held = list(instructions.articles_of(r["wording"] or ""))
+        out += [{**r, "target_article": number, "target_unit": "", "wording": text if text is not None else r["wording"]}
+                for number, text in held if article is None or number == article]
+    return out
 
 
 def _current_check(conn: psycopg.Connection, version_id: int):

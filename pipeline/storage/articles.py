@@ -3,6 +3,7 @@ an act's table of contents, the list of stored acts."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
@@ -15,6 +16,7 @@ from pipeline.storage.db import one_row, read_only
 from pipeline.core.errors import ArticleNotFound, UsageError
 # canonical_article: imported for its callers here (get_article, show) and elsewhere; the grammar is core.numbering's.
 from pipeline.core.numbering import canonical_article
+from pipeline.sources import provision_time
 from pipeline.storage import amendments, currency, delegations, legal_time
 
 
@@ -46,21 +48,30 @@ def require_date(as_of: object) -> None:
 BASE_OF = "coalesce((SELECT base_eli FROM acts WHERE eli = %(e)s), %(e)s)"
 
 
+def text_on(conn: psycopg.Connection, base: str, day: dt.date | None) -> dict | None:
+    """The stored text of the base act ``base`` that answers for ``day`` (None: today's): the one in force
+    (versions_as_of); before every stored text's own date, the earliest of them, whose articles' dates then
+    say what it answers (:func:`article_on`): a published act not yet in force (its wording, from when),
+    a consolidated text before its date (as far as its footnotes and final provisions speak).
+    {version_id, eli, version_no, valid_from}; None: no text of the act is stored."""
+    cur = conn.cursor(row_factory=dict_row)
+    found = cur.execute("SELECT v.version_id, v.eli, v.version_no, v.valid_from FROM versions_as_of(%s) v "
+                        "WHERE v.base_eli = %s", (day, base)).fetchone()
+    if found is None and day is not None:
+        found = cur.execute("SELECT version_id, eli, version_no, valid_from FROM act_versions WHERE base_eli = %s "
+                            "ORDER BY valid_from NULLS LAST, version_id DESC LIMIT 1", (base,)).fetchone()
+    return found
+
+
 def _version_as_of(conn: psycopg.Connection, eli: str, as_of: dt.date | None) -> int:
-    """The version of ``eli``'s base act whose text is in force on ``as_of`` (None: the current one)."""
-    version = conn.execute(
-        f"SELECT v.version_id FROM versions_as_of(%(as_of)s) v WHERE v.base_eli = {BASE_OF}",
-        {"as_of": as_of, "e": eli},
-    ).fetchone()
+    """The version of ``eli``'s base act that answers for ``as_of`` (None: the current one): :func:`text_on`."""
+    base = one_row(conn.execute(f"SELECT {BASE_OF}", {"e": eli}))[0]
+    version = text_on(conn, base, as_of)
     if not version:
         require_acts(conn, [eli])
-        earliest = conn.execute(
-            f"SELECT eli, valid_from FROM act_versions WHERE base_eli = {BASE_OF} AND valid_from IS NOT NULL "
-            "ORDER BY valid_from, version_id LIMIT 1", {"e": eli}).fetchone()
-        since = f"; the earliest stored is {earliest[0]}, from {earliest[1]}" if earliest else ""
-        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}{since}" if as_of
+        raise ArticleNotFound(f"no stored text of {eli} is in force on {as_of}" if as_of
                               else f"no current stored text of {eli}")
-    return version[0]
+    return version["version_id"]
 
 
 def _versions_stored(conn: psycopg.Connection, eli: str) -> str:
@@ -137,14 +148,19 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     rows = conn.cursor(row_factory=dict_row).execute(_ROWS, {"day": day, "v": version_id, "a": number}).fetchall()
     if not rows:
         return _added_later(conn, version_id, number, day) if rebuild else None
+    timeline = legal_time.timeline(conn, version_id, number)
+    earlier = _before_the_text(rows, timeline, day, _changes_printed_from(conn, version_id)
+                               if any(r["valid_from"] and day < r["valid_from"] for r in rows) else None)
     row = (pick or in_force_wording)(rows, day)
     found = ArticleOnDay(**{**row, "heading_path": list(row["heading_path"] or [])})
     found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
-    found.timeline = legal_time.timeline(conn, version_id, number)
+    found.timeline = timeline
     found.delegations = delegations.of_article(conn, version_id, number)
     if found.article_id is not None:  # a row of the text's own (always, here: an added article has none)
         found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
+    if earlier and found.in_force:
+        found.units_not_in_force += earlier.get(found.wording, [])
     # The stored acts' changes after this text (revision 0011): the wording on the day rebuilt from those in force
     # by then that it determines; the official text one step away.
     found.changes = amendments.changes_after(conn, version_id, number, day)
@@ -152,6 +168,64 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     if rebuilt is not None:
         found.official, found.official_text, found.text = False, found.text, rebuilt
     return found
+
+
+_PART_HEADING = re.compile(r"(?:Rozdział|DZIAŁ|Dział|Oddział)\s", re.IGNORECASE)  # a chapter's footnote, on each article
+
+
+def _changes_printed_from(conn: psycopg.Connection, version_id: int) -> dt.date | None:
+    """The earliest day a change the text's footnotes name took effect ("Dodany przez …, która weszła w życie …"): a
+    consolidated text prints the changes since the text before it, not older ones (None: it prints none)."""
+    return one_row(conn.execute(
+        "SELECT min(e.from_date) FROM article_events e JOIN articles a USING (article_id) "
+        "JOIN act_versions v USING (version_id) WHERE a.version_id = %s AND e.source_act IS NOT NULL "
+        "AND e.source_act <> v.eli AND e.kind IN ('added', 'wording', 'amended', 'repealed', 'renumbered') "
+        "AND e.from_date < v.valid_from", (version_id,)))[0]
+
+
+def _before_the_text(rows: list[dict], timeline: list[dict], day: dt.date,
+                     printed_from: dt.date | None = None) -> dict[int, list[dict]]:
+    """A day before the stored text's own date (a consolidated text states the law on its date; a published act
+    is not yet in force): the text answers as far as its final provisions and footnotes date its articles. An
+    article it dates only by its own date (basis consolidated_text) is undetermined then; a repealed one was in
+    force until its repeal's date (its wording then is in no stored text: undetermined), repealed from it. Per
+    wording, where the article's own wording is dated after ``day`` by a footnote ("W brzmieniu ustalonym przez
+    …"): that the printed wording is not the one of ``day`` (an entry of units_not_in_force, unit "")."""
+    later: dict[int, list[dict]] = {}
+    for r in rows:
+        if r["valid_from"] is None or day >= r["valid_from"]:
+            continue
+        own = [e for e in timeline if e["wording"] == r["wording"] and not e["unit"] and e["from"]]
+        if r["repealed"]:
+            repeal = min((e["from"] for e in own if e["kind"] in (provision_time.REPEALED, provision_time.LOSES_FORCE)),
+                         default=None)
+            r["in_force_until"] = repeal
+            started = r["in_force_basis"] == provision_time.BY_CONSOLIDATED or (
+                r["in_force_from"] is not None and r["in_force_from"] <= day)
+            if started and (repeal is None or day < repeal):
+                r["in_force"] = None
+                r["in_force_undetermined"] = (f"the text prints the article repealed (from {repeal or 'a date it does not give'});"
+                                              " its wording before is in no stored text")
+        elif r["in_force_basis"] == provision_time.BY_CONSOLIDATED and r["in_force"] is False:
+            r["in_force"] = None
+            r["in_force_undetermined"] = (f"the consolidated text states the law on {r['valid_from']}; since when "
+                                          "before it the article is in force it does not say")
+        elif r["in_force"] and (printed_from is None or day < printed_from) and not any(
+                e["kind"] in (provision_time.notes.ADDED, provision_time.WORDING) and e["from"] and e["from"] <= day
+                and e["wording"] == r["wording"] and (not e["unit"] or _PART_HEADING.match(e["unit"]))
+                for e in timeline):
+            # Before the changes the text prints: one it does not print (an article added, a wording set) may
+            # have come since; only a footnote that dates the article's present form answers.
+            r["in_force"], r["in_force_basis"] = None, provision_time.UNDETERMINED
+            r["in_force_undetermined"] = (
+                f"the text of {r['valid_from']} prints the changes made since "
+                f"{printed_from or 'its date'}, not older ones: whether the article stood on {day}, and in which "
+                "wording, it does not say")
+        later[r["wording"]] = [
+            {"unit": "", "kind": e["kind"], "from": e["from"], "until": e["until"],
+             "note": f"artykuł: to brzmienie obowiązuje od {e['from']}; wcześniejsze nie jest w przechowywanych tekstach"}
+            for e in own if e["kind"] in (provision_time.WORDING, provision_time.notes.AMENDED) and e["from"] > day][:1]
+    return later
 
 
 def _added_later(conn: psycopg.Connection, version_id: int, number: str, day: dt.date) -> ArticleOnDay | None:

@@ -30,7 +30,7 @@ from pipeline.core.numbering import label_end
 from pipeline.sources import citations as finder
 from pipeline.sources.citations import Citation
 from pipeline.sources.record import short_title
-from pipeline.storage.articles import article_on, require_date, similar_articles
+from pipeline.storage.articles import article_on, require_date, similar_articles, text_on
 from pipeline.storage.db import one_row, read_only
 
 OK, NOT_FOUND, NOT_IN_FORCE, UNDETERMINED, ACT_NOT_STORED, AMBIGUOUS = (
@@ -184,9 +184,7 @@ def _check_one(conn: psycopg.Connection, text: str, c: Citation, day: dt.date, a
         out.update(status=AMBIGUOUS, candidates=bases, why=f"{len(bases)} stored acts fit {c.act_words!r}")
         return out
     base = bases[0]
-    version = conn.cursor(row_factory=dict_row).execute(
-        "SELECT v.version_id, v.eli, v.version_no, v.valid_from FROM versions_as_of(%s) v WHERE v.base_eli = %s",
-        (as_of, base)).fetchone()
+    version = text_on(conn, base, as_of)  # the text `show` reads for the day
     if version is None:
         earliest = conn.execute("SELECT eli, min(valid_from) FROM act_versions WHERE base_eli = %s GROUP BY eli "
                                 "ORDER BY 2 NULLS LAST LIMIT 1", (base,)).fetchone()
@@ -227,6 +225,9 @@ def _check_one(conn: psycopg.Connection, text: str, c: Citation, day: dt.date, a
                                                          f"({', '.join(by)}), not an official text")))
     if found.repealed:  # "Art. 96. (uchylony)": whichever unit is cited, the article is gone
         out["sha256"] = hashlib.sha256(wording.encode("utf-8")).hexdigest()
+        if found.in_force is None:  # a day before its repeal that the stored texts do not word
+            out.update(status=UNDETERMINED, why=f"the texts do not determine it: {found.in_force_undetermined}")
+            return out
         out.update(status=NOT_IN_FORCE, why=f"art. {c.article} is repealed (uchylony) in {version['eli']}")
         return out
     if c.unit:

@@ -54,11 +54,12 @@ def versions_touched(conn: psycopg.Connection, eli: str) -> list[int]:
            OR v.base_eli IN (SELECT coalesce((SELECT a.base_eli FROM acts a WHERE a.eli = r.for_act), r.for_act)
                              FROM provision_rules r JOIN act_versions s USING (version_id)
                              WHERE s.eli = %(e)s AND r.for_act IS NOT NULL)
-           -- the acts it repeals, whole or by article (revision 0011)
+           -- the acts it repeals, whole, by article or by chapter (revision 0011)
            OR v.base_eli IN (SELECT c.target_base_act FROM amendment_changes c
-                             WHERE c.source_act = %(e)s AND c.operation = 'repeal' AND c.target_unit = '')
+                             WHERE c.source_act = %(e)s AND c.operation = 'repeal'
+                               AND (c.target_unit = '' OR (c.target_article IS NULL AND c.target_unit ~ %(part)s)))
         ORDER BY v.version_id
-        """, {"e": eli})]
+        """, {"e": eli, "part": instructions.PART_TARGET})]
 
 
 def _articles(conn: psycopg.Connection, version_id: int) -> tuple[list[int], list[Article], list[Footnote]]:
@@ -164,14 +165,16 @@ def _later_repeals(conn: psycopg.Connection, version_id: int, base: str, text_fr
     date the texts leave open (it is told beside the text, never guessed)."""
     carried = {e.source_act for t in time.articles for e in t.events if e.source_act}
     for r in conn.execute(
-            "SELECT source_act, source_unit, target_article, in_force_from, instruction, kept "
+            "SELECT source_act, source_unit, target_article, target_unit, in_force_from, instruction, kept "
             "FROM amendment_changes WHERE target_base_act = %s AND source_act <> %s AND operation = 'repeal' "
-            "AND target_unit = '' AND in_force_from IS NOT NULL ORDER BY in_force_from", (base, base)).fetchall():
-        source_act, unit, target, start, instruction, kept = r
+            "AND (target_unit = '' OR (target_article IS NULL AND target_unit ~ %s)) "  # a chapter: its articles
+            "AND in_force_from IS NOT NULL ORDER BY in_force_from", (base, base, instructions.PART_TARGET)).fetchall():
+        source_act, unit, target, part, start, instruction, kept = r
         if source_act in carried or (text_from is not None and start <= text_from):
             continue
         for a, t in zip(articles, time.articles, strict=True):  # what the repeal's exceptions keep stays (sources.instructions.ends)
-            if (target is None or a.number == target) and instructions.ends(a.number, kept) \
+            if (a.number == target if target is not None else not part or instructions.under(a.heading_path, part)) \
+                    and instructions.ends(a.number, kept) \
                     and (t.in_force_until is None or start < t.in_force_until):
                 t.in_force_until = start
                 t.events.append(provision_time.Event(provision_time.REPEALED, "", start, None, instruction,

@@ -27,8 +27,9 @@ from pipeline.storage import amendments
 from pipeline.storage.db import one_row
 from pipeline.storage.queue import enqueue_missing
 
-# Which rules rebuilt a text's wordings: the instructions' reader and this module's periods.
-REBUILDER = f"{instructions.EXTRACTOR}+periods-1"
+# Which rules rebuilt a text's wordings: the instructions' reader, this module's periods, and how a target
+# resolves (sql/amendments.sql; targets-2: a title matches as the act's whole name).
+REBUILDER = f"{instructions.EXTRACTOR}+periods-1+targets-2+parts-1"
 
 
 def periods(text: str, changes_on) -> list[tuple[dt.date, dt.date | None, str, list[dict]]]:
