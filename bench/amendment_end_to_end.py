@@ -18,14 +18,13 @@ would: e.g. ``--listed DU/2002/1204=DU/2024/1222`` claims that no act not stored
 from __future__ import annotations
 
 import collections
-import re
 
 from bench.common import parser
 from pipeline.core.units import within
+from pipeline.storage.verify import FROM_FOOTNOTES, normalised
 
 # (earlier text, later official text): the mirror's records do not link them; their titles and dates do.
 PAIRS = (("DU/2018/1000", "DU/2019/1781"), ("DU/2002/1204", "DU/2024/1513"))
-_FROM_FOOTNOTES = ("added", "wording", "amended", "renumbered", "repealed")
 
 
 def _units(text: str) -> dict[str, str]:
@@ -36,13 +35,7 @@ def _units(text: str) -> dict[str, str]:
     found: dict[str, list[str]] = collections.defaultdict(list)
     for line, path in zip(lines, units.paths(lines, label_end(lines[0]))):
         found[path].append(line)
-    return {path: _norm(" ".join(ls)) for path, ls in found.items()}
-
-
-def _norm(text: str) -> str:
-    text = re.sub(r"^Art\.\s*\S+\.\s*", "", text.strip())
-    text = re.sub(r"\s*\d{1,3}\)\s*$", "", text)  # a footnote mark at the end of a unit
-    return re.sub(r"\s+", " ", re.sub(r"\s*[–—-]\s*", " - ", text)).strip()
+    return {path: normalised(" ".join(ls)) for path, ls in found.items()}
 
 
 def _block(units: dict[str, str], unit: str) -> str:
@@ -95,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
                 # Each unit the later text attributes to a stored act, on the day that act's change holds
                 # (a consolidated text may print a wording that comes after its own date).
                 attributed = {(e["unit"], e["source"]["act"], max(day, e["from"]) if e["from"] else day)
-                              for e in timeline if e["kind"] in _FROM_FOOTNOTES and e["source"]["act"] in stored
+                              for e in timeline if e["kind"] in FROM_FOOTNOTES and e["source"]["act"] in stored
                               and e["source"]["act"] not in (earlier, later)}
                 for unit, source, on in sorted(attributed):
                     official = law.show(later, number, as_of=on, official=True)

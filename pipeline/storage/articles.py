@@ -156,7 +156,6 @@ def article_on(conn: psycopg.Connection, version_id: int, number: str, day: dt.d
     found.wordings = [{"wording": r["wording"], "in_force_from": r["in_force_from"],
                        "in_force_until": r["in_force_until"], "in_force": r["in_force"]} for r in rows]
     found.timeline = timeline
-    found.delegations = delegations.of_article(conn, version_id, number)
     if found.article_id is not None:  # a row of the text's own (always, here: an added article has none)
         found.units_not_in_force = legal_time.units_not_in_force(conn, [found.article_id], day).get(found.article_id, [])
     if earlier and found.in_force:
@@ -302,6 +301,8 @@ def find_article(conn: psycopg.Connection, act: str, article: str, *, as_of: dt.
                               + why_missing(conn, version_id, number, day, later=version_no is None))
     cur = currency.for_acts(conn, [found.eli], as_of).get(found.eli)
     found.currency = cur.to_dict() if cur else None
+    # What the article delegates: shown with it, read for show alone (check and diff read many articles).
+    found.delegations = delegations.of_article(conn, found.version_id, found.article)
     return found
 
 

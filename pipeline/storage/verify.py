@@ -38,10 +38,11 @@ def unit_texts(text: str) -> dict[str, str]:
     for line, path in zip(lines, units.paths(lines, label_end(lines[0]) if lines else 0), strict=True):
         top = units.block_of(path)
         found[top].append(line)
-    return {unit: _norm(" ".join(held)) for unit, held in found.items()}
+    return {unit: normalised(" ".join(held)) for unit, held in found.items()}
 
 
-def _norm(text: str) -> str:
+def normalised(text: str) -> str:
+    """A unit's text for comparing two wordings: an article's label, spaces, dashes and a footnote mark at its end aside."""
     text = re.sub(r"^Art\.\s*\S+\.\s*", "", text.strip())
     text = re.sub(r"\s*\d{1,3}\)\s*$", "", text)  # a footnote mark at the end of a unit
     return re.sub(r"\s+", " ", re.sub(r"\s*[–—-]\s*", " - ", text)).strip()
